@@ -1,0 +1,14 @@
+# toktier reproduction workflow.  Run: snakemake --cores all   (config/config.yaml = kick-the-tires)
+# Everything lives in workflow/rules/; this file only includes them.
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/artifacts.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/certify.smk"
+include: "workflow/rules/notebooks.smk"
+
+
+rule all:
+    input:
+        ALL_OUTPUTS,
+    default_target: True

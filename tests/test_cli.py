@@ -1,0 +1,41 @@
+import json
+
+import toktier
+from toktier.cli import main
+
+
+def test_tokenizers_table(capsys):
+    assert main(["tokenizers"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:2] == ["name", "family"]
+    assert len(out) == 1 + len(toktier.known())
+    row = next(line for line in out if line.startswith("gpt-oss"))
+    assert "o200k" in row and toktier.load("gpt-oss").sha256[:12] in row
+
+
+def test_tokenizers_json(capsys):
+    assert main(["tokenizers", "--json", "qwen3"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["family"] == "qwen" and rows[0]["vocab_size"] == toktier.load("qwen3").vocab_size
+
+
+def test_encode_file_and_stdin(tmp_path, capsys, monkeypatch):
+    text = "CRLF\r\nline two — ünïcode 12345\n"
+    f = tmp_path / "in.txt"
+    f.write_bytes(text.encode("utf-8"))
+    assert main(["encode", "--tokenizer", "llama3", str(f), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == toktier.load("llama3").reference(text)
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+    assert main(["encode", "-t", "deepseek-v4", "-"]) == 0
+    assert [int(x) for x in capsys.readouterr().out.split()] == toktier.load("deepseek-v4").reference(text)
+
+
+def test_errors_are_reported_not_raised(tmp_path, capsys):
+    assert main(["encode", "--tokenizer", "nope", str(tmp_path / "x")]) == 2
+    assert "Known names" in capsys.readouterr().err
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"ok \xff\xfe not utf-8")
+    assert main(["encode", "--tokenizer", "llama3", str(bad)]) == 2
+    assert "not valid UTF-8 (byte offset 3)" in capsys.readouterr().err

@@ -1,0 +1,71 @@
+"""The repository's promises about itself: pins agree, README and CI run the same tests, config validates."""
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _pyproject_requirements() -> set[str]:
+    proj = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    reqs = set(proj["dependencies"])
+    for extra, items in proj["optional-dependencies"].items():
+        if extra in ("gpu", "baselines"):
+            continue  # not installable on every machine; not part of the conda env
+        reqs |= {r for r in items if not r.startswith("toktier[")}
+    return {r.replace(" ", "") for r in reqs}
+
+
+def test_environment_yml_matches_pyproject():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    env_reqs = {r.replace(" ", "") for r in pip_section if not r.startswith("-e")}
+    assert env_reqs == _pyproject_requirements()
+
+
+def test_reference_and_jit_pins_are_exact():
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    for pkg in ("tokenizers", "numba", "numba-cuda"):
+        assert any(re.fullmatch(rf"{pkg}==[\d.]+", d) for d in deps), pkg
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```bash\n(.*?)```", readme, re.S)
+    quick = [line for b in blocks for line in b.splitlines() if line.strip() and not line.startswith("#")]
+    test_cmd = next(line for line in quick if "pytest" in line)
+    main_cmd = next(line for line in quick if "snakemake --cores all" in line)
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert test_cmd.strip() in ci
+    assert main_cmd != test_cmd
+
+
+def test_snakefile_only_includes_rules():
+    lines = [line for line in (ROOT / "Snakefile").read_text().splitlines() if line.strip() and not line.startswith("#")]
+    includes = [line for line in lines if line.startswith("include:")]
+    assert includes and all(line.startswith(("include:", "rule all", " ", "\t")) for line in lines)
+
+
+@pytest.mark.parametrize("cfg", ["config/config.yaml", "config/full.yaml"])
+def test_configs_validate_against_the_schema(cfg):
+    schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+    jsonschema.validate(yaml.safe_load((ROOT / cfg).read_text()), schema)
+    bad = yaml.safe_load((ROOT / cfg).read_text())
+    bad["tokenizers"] = ["gpt-17"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
+
+
+def test_workflow_lints_clean():
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--lint", "--cores", "1"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Congratulations" in proc.stdout + proc.stderr

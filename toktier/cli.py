@@ -1,0 +1,204 @@
+"""``toktier`` command line: list tokenizers, encode text, build pinned artifacts, certify."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import artifacts
+from .errors import ToktierError
+
+
+def tokenizer_rows(names: list[str]) -> list[dict]:
+    from .registry import load
+
+    rows = []
+    for name in names:
+        tok = load(name)
+        rows.append(
+            {
+                "name": tok.name,
+                "family": tok.family,
+                "vocab_size": tok.vocab_size,
+                "added_tokens": len(tok.added_tokens),
+                "longest_token_chars": tok.longest_token_chars,
+                "longest_added_chars": tok.longest_added_chars,
+                "sha256": tok.sha256,
+            }
+        )
+    return rows
+
+
+def _cmd_tokenizers(args) -> int:
+    rows = tokenizer_rows(args.names or artifacts.registry_names())
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    head = ("name", "family", "vocab", "longest token", "sha256")
+    table = [
+        (
+            r["name"],
+            r["family"],
+            str(r["vocab_size"]),
+            str(r["longest_token_chars"]),
+            r["sha256"][:12],
+        )
+        for r in rows
+    ]
+    widths = [max(len(h), *(len(t[i]) for t in table)) for i, h in enumerate(head)]
+    print("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)))
+    for t in table:
+        print("  ".join(c.ljust(w) for c, w in zip(t, widths, strict=True)))
+    return 0
+
+
+def _cmd_encode(args) -> int:
+    from .registry import load
+
+    tok = load(args.tokenizer)
+    if args.file in (None, "-"):
+        text = sys.stdin.read()
+    else:
+        try:
+            raw = Path(args.file).read_bytes()
+        except OSError as exc:
+            raise ToktierError(f"cannot read {args.file}: {exc}") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ToktierError(f"{args.file} is not valid UTF-8 (byte offset {exc.start})") from None
+    ids = tok.encode(text)
+    if args.json:
+        print(json.dumps(ids.tolist()))
+    else:
+        print(" ".join(map(str, ids.tolist())))
+    return 0
+
+
+def _cmd_build(args) -> int:
+    names = args.names or artifacts.registry_names()
+    if args.record_pins:
+        for name, sha in artifacts.record_pins(names).items():
+            print(f"{name}: pinned {sha}")
+        return 0
+    for name in names:
+        path = artifacts.build(name, force=args.force)
+        print(f"{name}: {path} (sha256 verified)")
+    return 0
+
+
+def _cmd_certify_conversion(args) -> int:
+    from .bench.machine import machine_facts
+    from .campaigns import conversion
+
+    results = conversion.certify_all(args.chars, seed=args.seed, names=args.names or None)
+    for r in results:
+        print(
+            f"{r['tokenizer']}: {r['documents']} docs, {r['characters']:,} chars, {r['tokens']:,} tokens, "
+            f"{r['vocab_entries_checked']:,} vocab entries -> {r['mismatches']} text / {r['vocab_mismatches']} vocab mismatches"
+        )
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(
+            json.dumps(
+                {"machine": machine_facts(), "chars_requested": args.chars, "results": results},
+                indent=2,
+            )
+        )
+    if args.table:
+        import csv
+
+        table = Path(args.table)
+        table.parent.mkdir(parents=True, exist_ok=True)
+        fields = ["tokenizer", "documents", "characters", "tokens", "special_literals", "mismatches",
+                  "vocab_entries_checked", "vocab_mismatches", "seconds"]  # fmt: skip
+        with open(table, "w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+            w.writeheader()
+            w.writerows(results)
+    failed = sum(r["mismatches"] + r["vocab_mismatches"] for r in results)
+    return 1 if failed else 0
+
+
+def _cmd_fetch_data(args) -> int:
+    from .workload import archives
+
+    path = archives.obtain(
+        args.key,
+        dest=Path(args.dest) if args.dest else None,
+        mirror=Path(args.mirror) if args.mirror else None,
+        url=args.url or None,
+    )
+    print(f"{args.key}: {path} (sha256 verified)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="toktier", description="Exact, stateful tokenization for agentic LLM serving."
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("tokenizers", help="table of registered tokenizers")
+    s.add_argument(
+        "names", nargs="*", help="registry names or tokenizer.json paths (default: all registered)"
+    )
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=_cmd_tokenizers)
+
+    s = sub.add_parser("encode", help="print the token IDs of a file or stdin")
+    s.add_argument(
+        "--tokenizer", "-t", required=True, help="registry name or path to a tokenizer.json"
+    )
+    s.add_argument("file", nargs="?", help="input file, or - for stdin (default)")
+    s.add_argument("--json", action="store_true", help="print a JSON list")
+    s.set_defaults(func=_cmd_encode)
+
+    s = sub.add_parser("build", help="fetch, convert and verify pinned tokenizer artifacts")
+    s.add_argument("names", nargs="*")
+    s.add_argument("--force", action="store_true", help="rebuild even if present")
+    s.add_argument(
+        "--record-pins",
+        action="store_true",
+        help="maintainers: write produced sha256 into the manifest",
+    )
+    s.set_defaults(func=_cmd_build)
+
+    s = sub.add_parser(
+        "certify-conversion", help="differential campaign: converted tokenizers vs tiktoken"
+    )
+    s.add_argument("names", nargs="*")
+    s.add_argument("--chars", type=int, default=1_000_000)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--out", help="write the JSON record here")
+    s.add_argument("--table", help="write a CSV summary here")
+    s.set_defaults(func=_cmd_certify_conversion)
+
+    s = sub.add_parser(
+        "fetch-data", help="obtain a third-party archive from a mirror or URL (sha256-verified)"
+    )
+    s.add_argument("key", choices=["mini-swe-agent", "tracelab"])
+    s.add_argument("--dest", help="where to put it (default: the data home)")
+    s.add_argument(
+        "--mirror",
+        help="folder holding the archive (default: TOKTIER_DATA_MIRROR or ../shared/data)",
+    )
+    s.add_argument("--url", help="download address, used when no mirror holds the file")
+    s.set_defaults(func=_cmd_fetch_data)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ToktierError, TypeError, ValueError) as exc:
+        print(f"toktier: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,190 @@
+"""tiktoken rank files -> Hugging Face tokenizer.json (our own conversion).
+
+A tiktoken file lists every token's bytes with its rank; tiktoken merges, at each
+step, the adjacent pair whose concatenation has the lowest rank.  The HF BPE
+model instead needs explicit merges.  We emit, for every multi-byte token in
+rank order, each split ``left + right`` whose halves are both tokens of lower
+rank.  The merge list is therefore ordered by the rank of the merged token,
+which is the order tiktoken uses.  The result is certified against
+``tiktoken.Encoding`` (``toktier.campaigns.conversion``), never assumed.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from collections.abc import Iterable, Mapping
+
+
+def byte_level_alphabet() -> list[str]:
+    """The byte-level map: each byte 0..255 to one printable unicode character.
+
+    Printable Latin-1 bytes map to themselves; the other 68 bytes are moved,
+    in order, to code points from U+0100 on.  This is the alphabet of the HF
+    ByteLevel pre-tokenizer and decoder.
+    """
+    keep = set(range(0x21, 0x7F)) | set(range(0xA1, 0xAD)) | set(range(0xAE, 0x100))
+    out, shift = [], 0
+    for b in range(256):
+        if b in keep:
+            out.append(chr(b))
+        else:
+            out.append(chr(0x100 + shift))
+            shift += 1
+    return out
+
+
+BYTE_TO_CHAR = byte_level_alphabet()
+CHAR_TO_BYTE = {c: b for b, c in enumerate(BYTE_TO_CHAR)}
+
+
+def to_byte_level(token: bytes) -> str:
+    return "".join(BYTE_TO_CHAR[b] for b in token)
+
+
+def from_byte_level(token: str) -> bytes:
+    return bytes(CHAR_TO_BYTE[c] for c in token)
+
+
+def read_tiktoken_ranks(data: bytes) -> dict[bytes, int]:
+    """Parse a ``.tiktoken`` file (optionally gzip-compressed): ``base64 rank`` per line."""
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    ranks: dict[bytes, int] = {}
+    for lineno, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            b64, rank = line.split()
+            ranks[base64.b64decode(b64, validate=True)] = int(rank)
+        except ValueError as exc:
+            raise ValueError(f"malformed tiktoken line {lineno}: {line[:60]!r}") from exc
+    ids = sorted(ranks.values())
+    if ids != list(range(len(ids))):
+        raise ValueError("tiktoken ranks are not the dense range 0..n-1")
+    return ranks
+
+
+def derive_merges(ranks: Mapping[bytes, int]) -> list[tuple[bytes, bytes]]:
+    """Every split of every token into two lower-ranked tokens, ordered by the merged rank.
+
+    Within one token the splits are ordered by (rank of left, rank of right), so the
+    list is deterministic.
+    """
+    merges: list[tuple[int, int, int, bytes, bytes]] = []
+    for token, rank in ranks.items():
+        if len(token) < 2:
+            continue
+        for cut in range(1, len(token)):
+            left, right = token[:cut], token[cut:]
+            lr, rr = ranks.get(left), ranks.get(right)
+            if lr is not None and rr is not None and lr < rank and rr < rank:
+                merges.append((rank, lr, rr, left, right))
+    merges.sort()
+    return [(left, right) for _, _, _, left, right in merges]
+
+
+def expand_specials(spec: Mapping) -> list[tuple[int, str]]:
+    """Special tokens from a manifest recipe: explicit pairs plus optional reserved ranges."""
+    pairs = [(int(i), str(s)) for i, s in spec.get("tokens", [])]
+    taken = {i for i, _ in pairs}
+    for rng in spec.get("reserved", []):
+        fmt, start, stop = rng["format"], int(rng["start"]), int(rng["stop"])
+        pairs += [(i, fmt.format(i=i)) for i in range(start, stop) if i not in taken]
+    pairs.sort()
+    ids = [i for i, _ in pairs]
+    if len(set(ids)) != len(ids) or len({s for _, s in pairs}) != len(pairs):
+        raise ValueError("special tokens must have distinct ids and distinct contents")
+    return pairs
+
+
+def tiktoken_to_hf(
+    ranks: Mapping[bytes, int],
+    pattern: str,
+    specials: Iterable[tuple[int, str]],
+    *,
+    normalizer: str | None = None,
+    ignore_merges: bool = False,
+) -> dict:
+    """Build the tokenizer.json document (a dict) for a byte-level BPE tokenizer."""
+    specials = list(specials)
+    n = len(ranks)
+    for i, s in specials:
+        if i < n:
+            raise ValueError(f"special token {s!r} id {i} collides with the BPE ranks (0..{n - 1})")
+    vocab = {to_byte_level(tok): rank for tok, rank in sorted(ranks.items(), key=lambda kv: kv[1])}
+    # The reference re-numbers added tokens that are absent from the model
+    # vocabulary to follow it densely; tiktoken's special ids can leave gaps
+    # (cl100k: 100256 unused).  Listing the specials in the model vocabulary
+    # too makes the reference keep their ids.  Extraction of added tokens runs
+    # before BPE, so no piece can ever equal one of these entries.
+    for i, s in specials:
+        if s in vocab:
+            raise ValueError(f"special token {s!r} is also a BPE token")
+        vocab[s] = i
+    merges = [[to_byte_level(a), to_byte_level(b)] for a, b in derive_merges(ranks)]
+    norm = None
+    if normalizer == "NFC":
+        norm = {"type": "NFC"}
+    elif normalizer is not None:
+        raise ValueError(f"unsupported normalizer in recipe: {normalizer!r}")
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [
+            {
+                "id": i,
+                "content": s,
+                "single_word": False,
+                "lstrip": False,
+                "rstrip": False,
+                "normalized": False,
+                "special": True,
+            }
+            for i, s in specials
+        ],
+        "normalizer": norm,
+        "pre_tokenizer": {
+            "type": "Sequence",
+            "pretokenizers": [
+                {
+                    "type": "Split",
+                    "pattern": {"Regex": pattern},
+                    "behavior": "Isolated",
+                    "invert": False,
+                },
+                {
+                    "type": "ByteLevel",
+                    "add_prefix_space": False,
+                    "trim_offsets": True,
+                    "use_regex": False,
+                },
+            ],
+        },
+        "post_processor": None,
+        "decoder": {
+            "type": "ByteLevel",
+            "add_prefix_space": True,
+            "trim_offsets": True,
+            "use_regex": True,
+        },
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": ignore_merges,
+            "vocab": vocab,
+            "merges": merges,
+        },
+    }
+
+
+def dump_canonical(doc: dict) -> bytes:
+    """Deterministic bytes for a tokenizer.json document (its sha256 is the pin)."""
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

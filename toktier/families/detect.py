@@ -1,0 +1,101 @@
+"""Family detection from the parsed tokenizer.json document."""
+
+from __future__ import annotations
+
+from . import patterns
+
+FAMILIES = ("cl100k", "qwen", "qwen-lm", "o200k", "deepseek", "wordpiece", "unsupported")
+BYTE_LEVEL_FAMILIES = ("cl100k", "qwen", "qwen-lm", "o200k", "deepseek")
+
+# (split patterns in order, normalizer) -> family
+_BYTE_LEVEL_SHAPES = {
+    ((patterns.CL100K,), None): "cl100k",
+    ((patterns.QWEN,), "NFC"): "qwen",
+    ((patterns.QWEN_LM,), "NFC"): "qwen-lm",
+    ((patterns.O200K,), None): "o200k",
+    (patterns.DEEPSEEK, None): "deepseek",
+}
+
+
+def _normalizer_kind(norm: dict | None) -> str | bool | None:
+    """None for no normalization, "NFC", or False for anything we do not model."""
+    if norm is None:
+        return None
+    if norm.get("type") == "Sequence":
+        inner = [_normalizer_kind(n) for n in norm.get("normalizers", [])]
+        inner = [k for k in inner if k is not None]
+        if not inner:
+            return None
+        return inner[0] if len(inner) == 1 else False
+    if norm.get("type") == "NFC":
+        return "NFC"
+    return False
+
+
+def _byte_level_family(doc: dict) -> str:
+    pre = doc.get("pre_tokenizer") or {}
+    if pre.get("type") != "Sequence":
+        return "unsupported"
+    stages = pre.get("pretokenizers", [])
+    if not stages:
+        return "unsupported"
+    *splits, last = stages
+    # trim_offsets only changes reported offsets, not IDs; prefix space or a
+    # second regex would change the pieces.
+    if not (
+        last.get("type") == "ByteLevel"
+        and last.get("add_prefix_space") is False
+        and last.get("use_regex") is False
+    ):
+        return "unsupported"
+    pats = []
+    for s in splits:
+        if s.get("type") != "Split" or s.get("behavior") != "Isolated" or s.get("invert"):
+            return "unsupported"
+        pat = s.get("pattern", {})
+        if "Regex" not in pat:
+            return "unsupported"
+        pats.append(pat["Regex"])
+    norm = _normalizer_kind(doc.get("normalizer"))
+    if norm is False:
+        return "unsupported"
+    return _BYTE_LEVEL_SHAPES.get((tuple(pats), norm), "unsupported")
+
+
+def _added_tokens_plain(doc: dict) -> bool:
+    """Added tokens with lstrip/rstrip/single_word change matching; we do not model them."""
+    return all(
+        not (t.get("lstrip") or t.get("rstrip") or t.get("single_word"))
+        for t in doc.get("added_tokens", [])
+    )
+
+
+def detect_family(doc: dict) -> str:
+    """Classify a tokenizer.json document into one of FAMILIES."""
+    if doc.get("truncation") is not None or doc.get("padding") is not None:
+        return "unsupported"  # the reference output depends on a length limit
+    if not _added_tokens_plain(doc):
+        return "unsupported"
+    model = doc.get("model") or {}
+    mtype = model.get("type")
+    if mtype == "WordPiece":
+        norm = doc.get("normalizer") or {}
+        pre = doc.get("pre_tokenizer") or {}
+        if (
+            norm.get("type") == "BertNormalizer"
+            and norm.get("lowercase") is True
+            and pre.get("type") == "BertPreTokenizer"
+            and model.get("continuing_subword_prefix") == "##"
+        ):
+            return "wordpiece"
+        return "unsupported"
+    if mtype == "BPE":
+        if (
+            model.get("dropout") not in (None, 0.0)
+            or model.get("continuing_subword_prefix")
+            or model.get("end_of_word_suffix")
+            or model.get("byte_fallback")
+        ):
+            return "unsupported"
+        return _byte_level_family(doc)
+    return "unsupported"

@@ -1,0 +1,38 @@
+import sys
+from pathlib import Path
+
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+validate(config, "../schemas/config.schema.yaml")
+
+ROOT = Path(workflow.basedir)
+PY = sys.executable
+# Built artifacts (tokenizers, archives, probe caches) live here; every shell
+# command passes it as TOKTIER_HOME so the library looks in the same place.
+DATA_HOME = str(ROOT / "data" / "build")
+MIRROR = str((ROOT / config["data"]["mirror"]).resolve()) if config["data"].get("mirror") else ""
+TOKENIZERS = config["tokenizers"]
+CONVERTED = [n for n in TOKENIZERS if n in ("qwen3", "qwen3.6", "gpt-oss", "cl100k")]
+
+
+def tokenizer_json(name):
+    return f"data/build/tokenizers/{name}/tokenizer.json"
+
+
+TRAJECTORIES = "data/build/archives/mini-swe-agent-gemini3-swebench-verified.tar.xz"
+
+ALL_OUTPUTS = [
+    "results/tables/tokenizers.csv",
+    "results/tables/conversion-certification.csv",
+    "results/tables/workload.csv",
+    "results/tables/workload-summary.csv",
+    "results/figures/workload-anatomy.png",
+    "results/notebooks/01-tokenizers.ipynb",
+    "results/notebooks/02-workload.ipynb",
+]

@@ -1,0 +1,16 @@
+rule trajectory_archive:
+    """The mini-swe-agent trajectories: from the mirror (or config data.url), sha256-verified."""
+    output:
+        TRAJECTORIES,
+    params:
+        py=PY,
+        home=DATA_HOME,
+        mirror=MIRROR,
+        url=config["data"].get("url") or "",
+    log:
+        "results/logs/data/trajectories.log",
+    conda:
+        "../../environment.yml"
+    shell:
+        "TOKTIER_HOME={params.home:q} {params.py} -m toktier fetch-data mini-swe-agent --dest {output:q} "
+        "--mirror {params.mirror:q} --url {params.url:q} > {log:q} 2>&1"
