@@ -1,6 +1,9 @@
 # toktier reproduction workflow.  Run: snakemake --cores all   (config/config.yaml = kick-the-tires)
 # Everything lives in workflow/rules/; this file only includes them.
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/artifacts.smk"
 include: "workflow/rules/data.smk"

@@ -49,7 +49,7 @@ def test_corrupt_artifact_is_refused(tmp_path, monkeypatch):
 
 def test_tampered_source_member_is_refused():
     src = dict(artifacts.entry("qwen3")["source"], member_sha256="0" * 64)
-    with pytest.raises(ChecksumMismatchError, match="qwen.tiktoken"):
+    with pytest.raises(ChecksumMismatchError, match=r"qwen\.tiktoken"):
         artifacts.read_member(src)
 
 

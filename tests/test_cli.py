@@ -29,7 +29,9 @@ def test_encode_file_and_stdin(tmp_path, capsys, monkeypatch):
 
     monkeypatch.setattr("sys.stdin", io.StringIO(text))
     assert main(["encode", "-t", "deepseek-v4", "-"]) == 0
-    assert [int(x) for x in capsys.readouterr().out.split()] == toktier.load("deepseek-v4").reference(text)
+    assert [int(x) for x in capsys.readouterr().out.split()] == toktier.load(
+        "deepseek-v4"
+    ).reference(text)
 
 
 def test_errors_are_reported_not_raised(tmp_path, capsys):

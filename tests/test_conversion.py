@@ -62,7 +62,9 @@ def test_toy_conversion_matches_tiktoken(seed, text):
     specials = [(len(ranks) + 1, "<|s|>")]
     doc = convert.tiktoken_to_hf(ranks, TOY_PATTERN, specials, ignore_merges=True)
     hf = tokenizers.Tokenizer.from_str(convert.dump_canonical(doc).decode())
-    enc = tiktoken.Encoding("toy", pat_str=TOY_PATTERN, mergeable_ranks=ranks, special_tokens={"<|s|>": len(ranks) + 1})
+    enc = tiktoken.Encoding(
+        "toy", pat_str=TOY_PATTERN, mergeable_ranks=ranks, special_tokens={"<|s|>": len(ranks) + 1}
+    )
     full = text + "<|s|>" + text
     assert hf.encode(full, add_special_tokens=False).ids == enc.encode(full, allowed_special="all")
 

@@ -39,7 +39,9 @@ def test_reference_and_jit_pins_are_exact():
 def test_ci_runs_the_readme_test_command():
     readme = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```bash\n(.*?)```", readme, re.S)
-    quick = [line for b in blocks for line in b.splitlines() if line.strip() and not line.startswith("#")]
+    quick = [
+        line for b in blocks for line in b.splitlines() if line.strip() and not line.startswith("#")
+    ]
     test_cmd = next(line for line in quick if "pytest" in line)
     main_cmd = next(line for line in quick if "snakemake --cores all" in line)
     ci = (ROOT / ".ci" / "run").read_text()
@@ -48,9 +50,15 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_snakefile_only_includes_rules():
-    lines = [line for line in (ROOT / "Snakefile").read_text().splitlines() if line.strip() and not line.startswith("#")]
+    lines = [
+        line
+        for line in (ROOT / "Snakefile").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     includes = [line for line in lines if line.startswith("include:")]
-    assert includes and all(line.startswith(("include:", "rule all", " ", "\t")) for line in lines)
+    assert includes and all(
+        line.startswith(("include:", "report:", "rule all", " ", "\t")) for line in lines
+    )
 
 
 @pytest.mark.parametrize("cfg", ["config/config.yaml", "config/full.yaml"])
@@ -65,7 +73,10 @@ def test_configs_validate_against_the_schema(cfg):
 
 def test_workflow_lints_clean():
     proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--lint", "--cores", "1"], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "snakemake", "--lint", "--cores", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Congratulations" in proc.stdout + proc.stderr

@@ -54,7 +54,9 @@ def test_call_table_and_summary_by_hand():
     assert s["delta_chars_median"] == np.median([seg[2] + seg[3], seg[4] + seg[5]])
 
 
-@pytest.mark.parametrize("name", ["llama3", "qwen3.6", "gpt-oss", "cl100k", "deepseek-v4", "bert-uncased"])
+@pytest.mark.parametrize(
+    "name", ["llama3", "qwen3.6", "gpt-oss", "cl100k", "deepseek-v4", "bert-uncased"]
+)
 def test_token_counts_add_up_across_message_segments(name, trajectory_archive):
     """Per-message token counts summed == the reference on the whole rendered prompt."""
     tok = toktier.load(name)

@@ -68,7 +68,9 @@ def _cmd_encode(args) -> int:
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise ToktierError(f"{args.file} is not valid UTF-8 (byte offset {exc.start})") from None
+            raise ToktierError(
+                f"{args.file} is not valid UTF-8 (byte offset {exc.start})"
+            ) from None
     ids = tok.encode(text)
     if args.json:
         print(json.dumps(ids.tolist()))

@@ -13,6 +13,8 @@ import random
 import time
 from dataclasses import asdict, dataclass, field
 
+from tqdm.auto import tqdm
+
 from .. import artifacts, convert
 from ..registry import load
 from .corpus import mixed_documents
@@ -72,7 +74,7 @@ def certify(name: str, n_chars: int, *, seed: int = 0) -> ConversionResult:
     docs, by_source = mixed_documents(n_chars, seed=seed)
     rng = random.Random(seed + 1)
     res = ConversionResult(name, chars_by_source=by_source)
-    for doc in docs:
+    for doc in tqdm(docs, desc=f"{name}: text", unit="doc", disable=None):
         if normalizer is not None:
             doc = normalizer.normalize_str(doc)  # NFC-stable input for the NFC families
         doc, k = _sprinkle(doc, literals, rng)
@@ -108,7 +110,13 @@ def _check_vocabulary(tok, enc, res: ConversionResult) -> None:
     """
     normalizer = tok.hf.normalizer
     special_ids = {t.id for t in tok.added_tokens}
-    for i in range(enc.n_vocab):
+    for i in tqdm(
+        range(enc.n_vocab),
+        desc=f"{tok.name}: vocabulary",
+        unit="tok",
+        disable=None,
+        mininterval=1.0,
+    ):
         try:
             raw = enc.decode_single_token_bytes(i)
         except KeyError:

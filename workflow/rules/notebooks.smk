@@ -46,8 +46,16 @@ rule notebook_workload:
         notebook="results/notebooks/02-workload.ipynb",
         table="results/tables/workload.csv",
         summary="results/tables/workload-summary.csv",
-        figure="results/figures/workload-anatomy.png",
-        joint="results/figures/workload-joint.png",
+        figure=report(
+            "results/figures/workload-anatomy.png",
+            caption="../report/workload-anatomy.rst",
+            category="Workload",
+        ),
+        joint=report(
+            "results/figures/workload-joint.png",
+            caption="../report/workload-joint.rst",
+            category="Workload",
+        ),
         run="results/runs/workload.json",
     params:
         py=PY,
