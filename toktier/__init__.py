@@ -8,11 +8,15 @@ from .errors import (
     ArtifactError,
     ChecksumMismatchError,
     InvalidTextError,
+    SessionTokenizerMismatchError,
     TokenizerFileError,
     ToktierError,
+    UnknownSessionError,
     UnknownTokenizerError,
 )
 from .registry import Tokenizer, known, load
+from .store import SessionStore
+from .tier import Result, Tier
 
 __version__ = "0.1.0"
 
@@ -20,9 +24,14 @@ __all__ = [
     "ArtifactError",
     "ChecksumMismatchError",
     "InvalidTextError",
+    "Result",
+    "SessionStore",
+    "SessionTokenizerMismatchError",
+    "Tier",
     "Tokenizer",
     "TokenizerFileError",
     "ToktierError",
+    "UnknownSessionError",
     "UnknownTokenizerError",
     "__version__",
     "known",

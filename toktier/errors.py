@@ -39,3 +39,21 @@ class TokenizerFileError(ToktierError):
 
 class InvalidTextError(ToktierError, ValueError):
     """Text that no tokenizer can encode exactly (e.g. lone surrogates)."""
+
+
+class UnknownSessionError(ToktierError, KeyError):
+    """``append`` to a session that has no live state (never seen, closed, expired or evicted)."""
+
+    def __init__(self, session: str):
+        self.session = session
+        super().__init__(session)
+
+    def __str__(self) -> str:
+        return (
+            f"no live state for session {self.session!r} (never created, closed, expired or evicted); "
+            "send the full text with Tier.encode(text, session=...) to start it again"
+        )
+
+
+class SessionTokenizerMismatchError(ToktierError):
+    """A session's stored tokens were produced by another tokenizer; it is never repaired across."""

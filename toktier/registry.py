@@ -120,7 +120,9 @@ class Tokenizer:
         """Per-code-point classes probed from this reference engine (cached on disk)."""
         with self._classes_lock:
             if "_classes" not in self.__dict__:
-                self.__dict__["_classes"] = load_or_probe(self.sha256, self._hf, REFERENCE_VERSION)
+                self.__dict__["_classes"] = load_or_probe(
+                    self.sha256, self._hf, REFERENCE_VERSION, self.family
+                )
             return self.__dict__["_classes"]
 
 

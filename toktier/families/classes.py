@@ -35,8 +35,18 @@ CLASS_BITS: dict[str, tuple[int, str]] = {
     "S": (1 << 9, r"\p{S}"),
     "WS": (1 << 10, r"\s"),
 }
-# Not a regex class: the code point changes under the tokenizer's own normalizer.
-NORM_CHANGES = 1 << 11
+# Not regex classes, probed from the tokenizer's own normalizer / pre-tokenizer:
+NORM_CHANGES = 1 << 11  # the normalizer rewrites the code point standing alone
+NFC_UNSAFE = 1 << 12  # NFC may not split before it (rewritten, combining, or composes backward)
+BERT_WS = 1 << 13  # BertPreTokenizer drops it as whitespace
+BERT_PUNCT = 1 << 14  # BertPreTokenizer isolates it as punctuation
+EXTRA_BITS = {
+    "NORM_CHANGES": NORM_CHANGES,
+    "NFC_UNSAFE": NFC_UNSAFE,
+    "BERT_WS": BERT_WS,
+    "BERT_PUNCT": BERT_PUNCT,
+}
+PROBE_VERSION = 2  # bump when the probes change: invalidates the disk cache
 
 _CHUNK = 1 << 16
 
@@ -49,13 +59,15 @@ class ClassTable:
     tokenizer_sha256: str
     reference_version: str
 
+    @staticmethod
+    def bit(name: str) -> int:
+        return EXTRA_BITS[name] if name in EXTRA_BITS else CLASS_BITS[name][0]
+
     def has(self, cp: int, name: str) -> bool:
-        bit = NORM_CHANGES if name == "NORM_CHANGES" else CLASS_BITS[name][0]
-        return bool(self.bits[cp] & bit)
+        return bool(self.bits[cp] & self.bit(name))
 
     def members(self, name: str) -> np.ndarray:
-        bit = NORM_CHANGES if name == "NORM_CHANGES" else CLASS_BITS[name][0]
-        return np.flatnonzero(self.bits & bit)
+        return np.flatnonzero(self.bits & self.bit(name))
 
 
 def _chunks():
@@ -101,9 +113,60 @@ def probe_normalizer_changes(normalizer) -> np.ndarray:
     return changed
 
 
-def load_or_probe(tokenizer_sha256: str, hf_tokenizer, reference_version: str) -> ClassTable:
+def probe_nfc_unsafe(nfc_normalizer) -> np.ndarray:
+    """Code points before which NFC text cannot be cut safely, asked of the reference normalizers.
+
+    A cut before c is safe when c stands unchanged, has canonical combining class 0 and
+    never composes with what precedes it.  Unsafe: (1) c is rewritten alone; (2) c
+    reorders against a mark (nonzero combining class: tested against U+0301, class 230,
+    and U+0316, class 220, so every nonzero class shows); (3) c is a non-initial
+    character of some canonical decomposition (a superset of what can compose backward).
+    """
+    from tokenizers import normalizers
+
+    nfd = normalizers.NFD().normalize_str
+    nfc = nfc_normalizer.normalize_str
+    unsafe = np.zeros(N_CODEPOINTS, dtype=bool)
+    for cps, _text in _chunks():
+        for cp in cps.tolist():
+            ch = chr(cp)
+            if (
+                nfc(ch) != ch
+                or nfc("x\u0301" + ch) != "x\u0301" + ch
+                or nfc("x" + ch + "\u0316") != "x" + ch + "\u0316"
+            ):
+                unsafe[cp] = True
+            d = nfd(ch)
+            if len(d) > 1:
+                for tail in d[1:]:
+                    unsafe[ord(tail)] = True
+    return unsafe
+
+
+def probe_bert_classes(pre_tokenizer) -> tuple[np.ndarray, np.ndarray]:
+    """Which code points BertPreTokenizer drops as whitespace or isolates as punctuation."""
+    ws = np.zeros(N_CODEPOINTS, dtype=bool)
+    punct = np.zeros(N_CODEPOINTS, dtype=bool)
+    split = pre_tokenizer.pre_tokenize_str
+    for cps, _text in _chunks():
+        for cp in cps.tolist():
+            pieces = [p for p, _ in split("a" + chr(cp) + "b")]
+            if pieces == ["a", "b"]:
+                ws[cp] = True
+            elif pieces == ["a", chr(cp), "b"]:
+                punct[cp] = True
+    return ws, punct
+
+
+def load_or_probe(
+    tokenizer_sha256: str, hf_tokenizer, reference_version: str, family: str = ""
+) -> ClassTable:
     """The class table for one tokenizer, from the disk cache or probed now (a few seconds)."""
-    cache = paths.probe_cache() / f"classes-{tokenizer_sha256}-tokenizers{reference_version}.npy"
+    family_uses_nfc = family in ("qwen", "qwen-lm")
+    cache = (
+        paths.probe_cache()
+        / f"classes-v{PROBE_VERSION}-{tokenizer_sha256}-tokenizers{reference_version}.npy"
+    )
     if cache.is_file():
         bits = np.load(cache)
         if bits.shape == (N_CODEPOINTS,) and bits.dtype == np.uint16:
@@ -111,6 +174,12 @@ def load_or_probe(tokenizer_sha256: str, hf_tokenizer, reference_version: str) -
     bits = probe_regex_classes()
     if hf_tokenizer.normalizer is not None:
         bits[probe_normalizer_changes(hf_tokenizer.normalizer)] |= NORM_CHANGES
+        if family_uses_nfc:
+            bits[probe_nfc_unsafe(hf_tokenizer.normalizer)] |= NFC_UNSAFE
+    if family == "wordpiece":
+        ws, punct = probe_bert_classes(hf_tokenizer.pre_tokenizer)
+        bits[ws] |= BERT_WS
+        bits[punct] |= BERT_PUNCT
     cache.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache.with_name(cache.name + f".{os.getpid()}.tmp.npy")
     np.save(tmp, bits)

@@ -1,0 +1,320 @@
+"""Incremental repair with a certified splice (paper §3.2–3.4, App. A).
+
+A session stored text ``A`` with its token records.  A new text ``T`` shares a
+prefix of ``P`` characters and a suffix of ``Q`` characters with ``A`` (an
+append is ``P = len(A)``, ``Q = 0``).  Repair encodes only a window around the
+changed region, ``T[ws:we]``, and joins it to the cached records:
+
+1. **Match.**  Fresh and cached records that lie wholly inside a search region
+   (outside the added-literal margin of the window edge) are keyed by
+   ``(start, end, ordinal among equal spans, id)``; the longest run of
+   consecutive equal records is taken.
+2. **Accept** it only if the run has >= 2 tokens, covers more (normalized)
+   characters than the longest token the vocabulary can emit, and contains a
+   **stable boundary** ``p``: a record start where the character pair
+   ``(T[p-1], T[p])`` is in the family's synchronizing set
+   (``families.stability``), no added-token literal occurrence straddles ``p``,
+   and, for NFC families, both characters are NFC-safe.
+3. **Splice** exactly at ``p``: cached records left of it, fresh records right
+   of it (and, for an edit, fresh records up to a second certified boundary
+   ``p2`` in the common suffix, then the cached records from there, shifted).
+4. Otherwise widen the failing side ×2 and retry, at most ``max_widenings``
+   times; then give up (the caller encodes the full text).  A miss costs time,
+   never IDs.
+
+Work per append is O(Δ + w): the window encode, a few numpy passes over the
+window's records, and an in-place write of the new tail.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from .families import stability
+
+DEFAULT_WINDOW = 512
+DEFAULT_MAX_WIDENINGS = 5
+_ORD_BITS = 6  # ordinal among records sharing one span (a character has <= 4 bytes)
+
+
+class RepairRules:
+    """Everything repair needs to know about one tokenizer, computed once."""
+
+    def __init__(self, tok):
+        self.family = tok.family
+        self.rules = stability.rules(tok.family)
+        if self.rules is None:
+            raise ValueError(f"family {tok.family!r} is not repairable")
+        table = tok.class_table
+        self.class_of = stability.class_map(tok.family, table, tok.hf.normalizer)
+        self.nfc_unsafe = stability.nfc_unsafe_mask(table) if self.rules.nfc else None
+        self.stable = self.rules.stable
+        self.margin = tok.longest_added_chars
+        self.longest_token = tok.longest_token_chars
+        self.normalize = tok.hf.normalizer.normalize_str if self.rules.nfc else None
+        literals = sorted({t.content for t in tok.added_tokens if t.content}, key=len, reverse=True)
+        self.literal_re = re.compile("|".join(map(re.escape, literals))) if literals else None
+        self.literal_first = frozenset(lit[0] for lit in literals)
+        self.continuation = None
+        if tok.family == "wordpiece":
+            vocab = tok.hf.get_vocab(with_added_tokens=True)
+            cont = np.zeros(max(vocab.values()) + 1, dtype=bool)
+            for t, i in vocab.items():
+                cont[i] = t.startswith("##")
+            self.continuation = cont
+
+    def straddles_literal(self, text: str, pos: int) -> bool:
+        """Does an added-token literal occurrence in ``text`` cover both ``pos-1`` and ``pos``?"""
+        if self.literal_re is None:
+            return False
+        lo = max(0, pos - self.margin + 1)
+        for s in range(lo, pos):
+            if text[s] in self.literal_first:
+                m = self.literal_re.match(text, s)  # longest first: the longest literal at s
+                if m is not None and m.end() > pos:
+                    return True
+        return False
+
+
+@dataclass
+class Splice:
+    """A certified plan: records to keep and to take fresh.  Applied by the caller."""
+
+    keep_left: int  # cached records [0, keep_left) stay
+    fresh_from: int  # fresh records [fresh_from, fresh_to) go in the middle
+    fresh_to: int
+    keep_right_from: int | None  # cached records [keep_right_from, n) follow, shifted (edits)
+    widenings: int
+    boundary_left: int | None  # certified boundaries (characters in the new text)
+    boundary_right: int | None
+
+
+@dataclass
+class Attempt:
+    """What one repair call did, for stats and ``Result.reason``."""
+
+    splice: Splice | None
+    widenings: int
+    reason: str
+    window_chars: int
+    fresh: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # global coordinates
+
+
+def _ordinals(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Index of each record among consecutive records with the same span."""
+    n = len(starts)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    same = np.zeros(n, dtype=bool)
+    same[1:] = (starts[1:] == starts[:-1]) & (ends[1:] == ends[:-1])
+    idx = np.arange(n)
+    group_start = np.where(same, 0, idx)
+    np.maximum.accumulate(group_start, out=group_start)
+    return idx - group_start
+
+
+def _in_region(starts: np.ndarray, ends: np.ndarray, lo: int, hi: int) -> tuple[int, int]:
+    """Index range of records with lo <= start and end <= hi (records sorted by start)."""
+    i0 = int(np.searchsorted(starts, lo, side="left"))
+    i1 = int(np.searchsorted(starts, hi, side="left"))
+    while i1 > i0 and ends[i1 - 1] > hi:
+        i1 -= 1
+    return i0, i1
+
+
+def longest_equal_run(c_ids, c_s, c_e, f_ids, f_s, f_e):
+    """Longest run of consecutive equal (start, end, ordinal, id) records.
+
+    Returns (cached_offset, fresh_offset, length, cached_ordinals) with offsets into the
+    given arrays, or None.
+    """
+    if len(c_ids) == 0 or len(f_ids) == 0:
+        return None
+    c_ord = _ordinals(c_s, c_e)
+    f_ord = _ordinals(f_s, f_e)
+    if c_ord.max() >= 1 << _ORD_BITS or f_ord.max() >= 1 << _ORD_BITS:
+        return None
+    ck = (c_s.astype(np.int64) << _ORD_BITS) + c_ord
+    fk = (f_s.astype(np.int64) << _ORD_BITS) + f_ord
+    if len(fk) > 1 and not (fk[1:] > fk[:-1]).all():
+        return None  # spans not in order: do not guess
+    j = np.searchsorted(fk, ck)
+    jc = np.minimum(j, len(fk) - 1)
+    ok = (j < len(fk)) & (fk[jc] == ck) & (f_e[jc] == c_e) & (f_ids[jc] == c_ids)
+    if not ok.any():
+        return None
+    linked = np.zeros(len(ok), dtype=bool)
+    linked[1:] = ok[1:] & ok[:-1] & (j[1:] == j[:-1] + 1)
+    run_start = ok & ~linked
+    run_id = np.cumsum(run_start) - 1
+    lengths = np.bincount(run_id[ok], minlength=int(run_start.sum()))
+    best = len(lengths) - 1 - int(np.argmax(lengths[::-1]))  # longest; ties -> rightmost
+    first = int(np.flatnonzero(run_start)[best])
+    return first, int(j[first]), int(lengths[best]), c_ord
+
+
+def _certify_run(
+    rules: RepairRules,
+    window: str,
+    window_cps: np.ndarray,
+    ws: int,
+    c_ids: np.ndarray,
+    c_s: np.ndarray,
+    c_e: np.ndarray,
+    c_ord: np.ndarray,
+    first: int,
+    length: int,
+    min_boundary: int,
+    prefer_last: bool,
+) -> int | None:
+    """Offset (into the given cached arrays) of a certified boundary record in the run, or None."""
+    if length < 2:
+        return None
+    a, b = int(c_s[first]), int(c_e[first + length - 1])
+    covered = b - a
+    if rules.normalize is not None:
+        covered = len(rules.normalize(window[a - ws : b - ws]))
+    if covered <= rules.longest_token:
+        return None
+    idx = np.arange(first, first + length)
+    p = c_s[idx].astype(np.int64)
+    cand = (c_ord[idx] == 0) & (p >= min_boundary) & (p - 1 >= ws)
+    if rules.continuation is not None:
+        cand &= ~rules.continuation[c_ids[idx]]
+    if not cand.any():
+        return None
+    idx, p = idx[cand], p[cand]
+    prev_cp = window_cps[p - 1 - ws]
+    next_cp = window_cps[p - ws]
+    ok = rules.stable[rules.class_of[prev_cp], rules.class_of[next_cp]]
+    if rules.nfc_unsafe is not None:
+        ok &= ~rules.nfc_unsafe[prev_cp] & ~rules.nfc_unsafe[next_cp]
+    order = np.flatnonzero(ok)
+    if prefer_last:
+        order = order[::-1]
+    for k in order:
+        if not rules.straddles_literal(window, int(p[k]) - ws):
+            return int(idx[k])
+    return None
+
+
+def _codepoints(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+
+
+def plan(
+    rules: RepairRules,
+    engine,
+    cached: tuple[np.ndarray, np.ndarray, np.ndarray],
+    old_len: int,
+    new_len: int,
+    prefix: int,
+    suffix: int,
+    window_text,
+    *,
+    window: int = DEFAULT_WINDOW,
+    max_widenings: int = DEFAULT_MAX_WIDENINGS,
+) -> Attempt:
+    """Find a certified splice for ``T`` given ``A``'s records; does not mutate anything.
+
+    ``window_text(ws, we)`` returns ``T[ws:we]``; ``prefix``/``suffix`` are the common
+    prefix and suffix lengths of ``A`` and ``T`` (with prefix + suffix <= both lengths).
+    """
+    c_ids, c_s, c_e = cached
+    shift = new_len - old_len
+    right_start = new_len - suffix  # first character of the common suffix in T
+    wl = wr = window
+    widenings = 0
+    why = ""
+    while True:
+        ws = max(0, prefix - wl)
+        we = min(new_len, right_start + wr)
+        text = window_text(ws, we)
+        f_ids, f_s, f_e = engine.encode(text)
+        f_s = f_s + ws
+        f_e = f_e + ws
+        cps = _codepoints(text)
+        left_ok = right_ok = True
+        keep_left, fresh_from, b_left = 0, 0, None
+        if ws > 0:
+            left_ok = False
+            lo, hi = ws + rules.margin, prefix
+            ci0, ci1 = _in_region(c_s, c_e, lo, hi)
+            fj0, fj1 = _in_region(f_s, f_e, lo, hi)
+            run = longest_equal_run(
+                c_ids[ci0:ci1],
+                c_s[ci0:ci1],
+                c_e[ci0:ci1],
+                f_ids[fj0:fj1],
+                f_s[fj0:fj1],
+                f_e[fj0:fj1],
+            )
+            if run is None:
+                why = "left: no equal run"
+            else:
+                first, ffirst, length, c_ord = run
+                k = _certify_run(
+                    rules, text, cps, ws, c_ids[ci0:ci1], c_s[ci0:ci1], c_e[ci0:ci1], c_ord,
+                    first, length, min_boundary=ws + 1, prefer_last=True,
+                )  # fmt: skip
+                if k is None:
+                    why = f"left: run of {length} tokens has no stable boundary"
+                else:
+                    left_ok = True
+                    keep_left = ci0 + k
+                    fresh_from = fj0 + ffirst + (k - first)
+                    b_left = int(c_s[ci0 + k])
+        fresh_to, keep_right_from, b_right = len(f_ids), None, None
+        if left_ok and we < new_len:
+            right_ok = False
+            lo, hi = right_start, we - rules.margin
+            cs_shifted = c_s + shift if shift else c_s
+            ce_shifted = c_e + shift if shift else c_e
+            ci0, ci1 = _in_region(cs_shifted, ce_shifted, lo, hi)
+            fj0, fj1 = _in_region(f_s, f_e, lo, hi)
+            run = longest_equal_run(
+                c_ids[ci0:ci1],
+                cs_shifted[ci0:ci1],
+                ce_shifted[ci0:ci1],
+                f_ids[fj0:fj1],
+                f_s[fj0:fj1],
+                f_e[fj0:fj1],
+            )
+            if run is None:
+                why = "right: no equal run"
+            else:
+                first, ffirst, length, c_ord = run
+                k = _certify_run(
+                    rules, text, cps, ws, c_ids[ci0:ci1], cs_shifted[ci0:ci1], ce_shifted[ci0:ci1], c_ord,
+                    first, length, min_boundary=right_start + 1, prefer_last=False,
+                )  # fmt: skip
+                if k is None:
+                    why = f"right: run of {length} tokens has no stable boundary"
+                else:
+                    right_ok = True
+                    keep_right_from = ci0 + k
+                    fresh_to = fj0 + ffirst + (k - first)
+                    b_right = int(cs_shifted[ci0 + k])
+        if left_ok and right_ok and fresh_from <= fresh_to:
+            splice = Splice(
+                keep_left, fresh_from, fresh_to, keep_right_from, widenings, b_left, b_right
+            )
+            if widenings == 0:
+                reason = "first-window splice"
+            else:
+                reason = f"splice after {widenings} widening{'s' if widenings > 1 else ''}"
+            if ws == 0 and we == new_len:
+                reason = "window covers the whole text"
+            return Attempt(splice, widenings, reason, we - ws, (f_ids, f_s, f_e))
+        if widenings >= max_widenings:
+            return Attempt(
+                None, widenings, f"no certified splice after {widenings} widenings ({why})", we - ws
+            )
+        widenings += 1
+        if not left_ok:
+            wl *= 2
+        else:
+            wr *= 2

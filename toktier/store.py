@@ -1,0 +1,269 @@
+"""SessionStore: per-session text and token records, updated in place, with TTL and a byte cap.
+
+Each session keeps its text (as a few chunks, merged geometrically so an
+append copies O(Δ log N) characters, never the whole context) and its token
+records -- id, character start, character end -- in growable numpy arrays
+with amortized doubling.  The state is bound to the sha256 of the tokenizer
+that produced it.  Sessions expire after ``ttl_s`` of inactivity and the
+least recently used ones are evicted when the total exceeds ``max_bytes``;
+an evicted session is simply gone (a later request is a miss, not an error).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+ID_DTYPE = np.uint32
+SPAN_DTYPE = np.int32  # character offsets; sessions stay below 2**31 characters
+_MIN_CAPACITY = 256
+
+
+class SessionState:
+    """One session's text and token records.  Mutated only through ``commit_*`` methods."""
+
+    __slots__ = (
+        "_chunks",
+        "_length",
+        "ends",
+        "ids",
+        "last_use",
+        "n",
+        "session",
+        "starts",
+        "tokenizer_sha256",
+    )
+
+    def __init__(self, session: str, tokenizer_sha256: str):
+        self.session = session
+        self.tokenizer_sha256 = tokenizer_sha256
+        self._chunks: list[str] = []
+        self._length = 0
+        self.ids = np.empty(_MIN_CAPACITY, dtype=ID_DTYPE)
+        self.starts = np.empty(_MIN_CAPACITY, dtype=SPAN_DTYPE)
+        self.ends = np.empty(_MIN_CAPACITY, dtype=SPAN_DTYPE)
+        self.n = 0
+        self.last_use = time.monotonic()
+
+    # --- text ---------------------------------------------------------------------------
+    @property
+    def text_length(self) -> int:
+        return self._length
+
+    def text(self) -> str:
+        """The whole text (O(N); for edits and checks, never on the append path)."""
+        if len(self._chunks) > 1:
+            self._chunks = ["".join(self._chunks)]
+        return self._chunks[0] if self._chunks else ""
+
+    def tail(self, n: int) -> str:
+        """The last ``n`` characters, touching only the chunks that hold them."""
+        if n <= 0:
+            return ""
+        parts, need = [], n
+        for chunk in reversed(self._chunks):
+            if need <= 0:
+                break
+            parts.append(chunk[-need:] if len(chunk) > need else chunk)
+            need -= len(chunk)
+        return "".join(reversed(parts))
+
+    def is_prefix_of(self, text: str) -> bool:
+        """Whether the stored text is a prefix of ``text`` (C-speed compares, no copies)."""
+        if len(text) < self._length:
+            return False
+        pos = 0
+        for chunk in self._chunks:
+            if not text.startswith(chunk, pos):
+                return False
+            pos += len(chunk)
+        return True
+
+    # --- records ------------------------------------------------------------------------
+    def records(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Views of the live records (valid until the next commit)."""
+        return self.ids[: self.n], self.starts[: self.n], self.ends[: self.n]
+
+    def _ensure_capacity(self, need: int) -> None:
+        cap = len(self.ids)
+        if need <= cap:
+            return
+        new_cap = max(need, cap * 2, _MIN_CAPACITY)
+        for name in ("ids", "starts", "ends"):
+            old = getattr(self, name)
+            grown = np.empty(new_cap, dtype=old.dtype)
+            grown[: self.n] = old[: self.n]
+            setattr(self, name, grown)
+
+    @property
+    def nbytes(self) -> int:
+        """Resident bytes: record arrays at capacity plus the text chunks."""
+        arrays = self.ids.nbytes + self.starts.nbytes + self.ends.nbytes
+        return arrays + sum(sys.getsizeof(c) for c in self._chunks)
+
+    # --- commits (the only mutations; validated inputs, no partial updates) -------------
+    def commit_replace_tail(
+        self, keep: int, ids: np.ndarray, starts: np.ndarray, ends: np.ndarray, appended: str
+    ) -> None:
+        """Keep records [0, keep), append new ones, and append ``appended`` to the text."""
+        new_n = keep + len(ids)
+        if self._length + len(appended) >= 2**31 - 1:
+            raise OverflowError("session text exceeds 2**31 characters")
+        self._ensure_capacity(new_n)
+        self.ids[keep:new_n] = ids
+        self.starts[keep:new_n] = starts
+        self.ends[keep:new_n] = ends
+        self.n = new_n
+        if appended:
+            self._chunks.append(appended)
+            self._length += len(appended)
+            # Merge while the last chunk is at least half the one before it: chunk
+            # sizes stay geometric, so there are O(log N) chunks and each character
+            # is copied O(log N) times over the session's life.
+            while len(self._chunks) > 1 and 2 * len(self._chunks[-1]) >= len(self._chunks[-2]):
+                last = self._chunks.pop()
+                self._chunks[-1] = self._chunks[-1] + last
+        self.last_use = time.monotonic()
+
+    def commit_edit(
+        self,
+        keep_left: int,
+        mid_ids: np.ndarray,
+        mid_starts: np.ndarray,
+        mid_ends: np.ndarray,
+        keep_right_from: int,
+        shift: int,
+        new_text: str,
+    ) -> None:
+        """Records [0, keep_left) + middle + old records [keep_right_from, n) shifted by ``shift``."""
+        if len(new_text) >= 2**31 - 1:
+            raise OverflowError("session text exceeds 2**31 characters")
+        right_ids = self.ids[keep_right_from : self.n].copy()
+        right_starts = self.starts[keep_right_from : self.n] + shift
+        right_ends = self.ends[keep_right_from : self.n] + shift
+        mid_end = keep_left + len(mid_ids)
+        new_n = mid_end + len(right_ids)
+        self._ensure_capacity(new_n)
+        self.ids[keep_left:mid_end] = mid_ids
+        self.starts[keep_left:mid_end] = mid_starts
+        self.ends[keep_left:mid_end] = mid_ends
+        self.ids[mid_end:new_n] = right_ids
+        self.starts[mid_end:new_n] = right_starts
+        self.ends[mid_end:new_n] = right_ends
+        self.n = new_n
+        self._chunks = [new_text] if new_text else []
+        self._length = len(new_text)
+        self.last_use = time.monotonic()
+
+    def commit_full(self, ids: np.ndarray, starts: np.ndarray, ends: np.ndarray, text: str) -> None:
+        self._chunks, self._length, self.n = [], 0, 0
+        self.commit_replace_tail(0, ids, starts, ends, text)
+
+
+@dataclass
+class StoreStats:
+    sessions: int
+    bytes: int
+    tokens: int
+    bytes_per_token: float
+    expired: int
+    evicted: int
+    closed: int
+
+
+class SessionStore:
+    """Live sessions, least recently used last; thread-safe."""
+
+    def __init__(self, ttl_s: float | None = 3600.0, max_bytes: int | None = None):
+        if ttl_s is not None and ttl_s <= 0:
+            raise ValueError("ttl_s must be positive (or None for no expiry)")
+        if max_bytes is not None and max_bytes <= 0:
+            raise ValueError("max_bytes must be positive (or None for no cap)")
+        self.ttl_s = ttl_s
+        self.max_bytes = max_bytes
+        self._sessions: OrderedDict[str, SessionState] = OrderedDict()
+        self._bytes: dict[str, int] = {}
+        self._total = 0
+        self._lock = threading.Lock()
+        self.expired = self.evicted = self.closed = 0
+        self._clock = time.monotonic
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def __contains__(self, session: str) -> bool:
+        return self.get(session) is not None
+
+    def get(self, session: str) -> SessionState | None:
+        """The live state, or None (unknown, expired or evicted)."""
+        with self._lock:
+            st = self._sessions.get(session)
+            if st is None:
+                return None
+            if self.ttl_s is not None and self._clock() - st.last_use > self.ttl_s:
+                self._drop(session)
+                self.expired += 1
+                return None
+            self._sessions.move_to_end(session)
+            return st
+
+    def put(self, state: SessionState) -> None:
+        """Insert or refresh a session after a commit; enforces the byte cap."""
+        with self._lock:
+            key = state.session
+            if key in self._sessions:
+                self._total -= self._bytes[key]
+            self._sessions[key] = state
+            self._sessions.move_to_end(key)
+            self._bytes[key] = state.nbytes
+            self._total += self._bytes[key]
+            if self.max_bytes is not None:
+                while self._total > self.max_bytes and len(self._sessions) > 1:
+                    victim = next(iter(self._sessions))
+                    if victim == key:
+                        break
+                    self._drop(victim)
+                    self.evicted += 1
+
+    def close(self, session: str) -> bool:
+        """Free a session now.  Returns whether it was live."""
+        with self._lock:
+            if session in self._sessions:
+                self._drop(session)
+                self.closed += 1
+                return True
+            return False
+
+    def expire(self) -> int:
+        """Drop every session idle longer than the TTL; returns how many."""
+        if self.ttl_s is None:
+            return 0
+        with self._lock:
+            now = self._clock()
+            stale = [k for k, st in self._sessions.items() if now - st.last_use > self.ttl_s]
+            for k in stale:
+                self._drop(k)
+            self.expired += len(stale)
+            return len(stale)
+
+    def _drop(self, session: str) -> None:
+        self._sessions.pop(session, None)
+        self._total -= self._bytes.pop(session, 0)
+
+    def stats(self) -> StoreStats:
+        with self._lock:
+            tokens = sum(st.n for st in self._sessions.values())
+            return StoreStats(
+                sessions=len(self._sessions),
+                bytes=self._total,
+                tokens=tokens,
+                bytes_per_token=self._total / tokens if tokens else 0.0,
+                expired=self.expired,
+                evicted=self.evicted,
+                closed=self.closed,
+            )

@@ -1,0 +1,324 @@
+"""Tier: the service facade -- session store + repair + full-path engine, thread-safe per session."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import repair
+from .engine.reference import ReferenceEngine
+from .errors import SessionTokenizerMismatchError, UnknownSessionError
+from .registry import Tokenizer, load
+from .store import SessionState, SessionStore
+from .textcheck import check_text
+
+
+@dataclass(frozen=True)
+class Result:
+    """One request's answer.  ``ids`` always equals the reference IDs of the full text."""
+
+    ids: np.ndarray  # uint32
+    path: str  # "repair" or the full-path engine's name ("reference", ...)
+    reason: str
+    session: str | None = None
+    widenings: int = 0
+    window_chars: int = 0
+
+
+def common_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix, by C-speed block compares."""
+    n = min(len(a), len(b))
+    lo, step = 0, 1 << 15
+    while lo < n:
+        hi = min(n, lo + step)
+        if a[lo:hi] != b[lo:hi]:
+            while hi - lo > 1:  # invariant: a[:lo] == b[:lo], mismatch in [lo, hi)
+                mid = (lo + hi) // 2
+                if a[lo:mid] == b[lo:mid]:
+                    lo = mid
+                else:
+                    hi = mid
+            return lo
+        lo = hi
+    return n
+
+
+def common_suffix(a: str, b: str, limit: int) -> int:
+    """Length of the longest common suffix, at most ``limit``."""
+    la, lb = len(a), len(b)
+    n = min(limit, la, lb)
+    lo, step = 0, 1 << 15
+    while lo < n:
+        hi = min(n, lo + step)
+        if a[la - hi : la - lo] != b[lb - hi : lb - lo]:
+            while hi - lo > 1:  # invariant: last lo chars equal, mismatch among the last (lo, hi]
+                mid = (lo + hi) // 2
+                if a[la - mid : la - lo] == b[lb - mid : lb - lo]:
+                    lo = mid
+                else:
+                    hi = mid
+            return lo
+        lo = hi
+    return n
+
+
+class Tier:
+    """Exact, stateful tokenization for one tokenizer.
+
+    ``encode(text, session=...)`` takes the full request text as a front end receives
+    it; ``append(session, delta)`` takes only the new text.  Both return the reference
+    IDs of the session's full text, repairing stored state where it can.
+    """
+
+    def __init__(
+        self,
+        tokenizer: Tokenizer | str,
+        *,
+        engine=None,
+        store: SessionStore | None = None,
+        window: int = repair.DEFAULT_WINDOW,
+        max_widenings: int = repair.DEFAULT_MAX_WIDENINGS,
+        ttl_s: float | None = 3600.0,
+        max_bytes: int | None = None,
+        copy_ids: bool = True,
+    ):
+        self.tokenizer = tokenizer if isinstance(tokenizer, Tokenizer) else load(tokenizer)
+        if window < 1 or max_widenings < 0:
+            raise ValueError("window must be >= 1 and max_widenings >= 0")
+        self.engine = engine if engine is not None else ReferenceEngine(self.tokenizer)
+        self.store = store if store is not None else SessionStore(ttl_s=ttl_s, max_bytes=max_bytes)
+        self.window = window
+        self.max_widenings = max_widenings
+        self.copy_ids = copy_ids
+        self._rules = (
+            repair.RepairRules(self.tokenizer)
+            if repair.stability.rules(self.tokenizer.family) is not None
+            else None
+        )
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+        self._counts: Counter[str] = Counter()
+        self._counts_guard = threading.Lock()
+
+    # --- public API --------------------------------------------------------------------
+    def encode(self, text: str, session: str | None = None) -> Result:
+        check_text(text)
+        if session is None:
+            ids, _, _ = self.engine.encode(text)
+            self._count("requests", "full", "stateless")
+            return Result(ids, self.engine.name, "no session id: full encode")
+        self._check_session_id(session)
+        with self._lock(session):
+            state = self.store.get(session)
+            if state is None:
+                return self._seed(
+                    session, text, "session miss: no live state (new, closed, expired or evicted)"
+                )
+            self._check_binding(state)
+            if self._rules is None:
+                return self._seed(
+                    session,
+                    text,
+                    f"family {self.tokenizer.family!r} is never repaired: full encode",
+                )
+            old_len = state.text_length
+            if state.is_prefix_of(text):
+                if len(text) == old_len:
+                    self._count("requests", "hits", "unchanged")
+                    return self._result(state, "repair", "unchanged text", session)
+                delta = text[old_len:]
+                return self._repair(
+                    state, session, old_len, len(text), old_len, 0, _AppendText(state, delta), delta
+                )
+            old = state.text()
+            prefix = common_prefix(old, text)
+            suffix = common_suffix(old, text, min(len(old), len(text)) - prefix)
+            return self._repair(
+                state, session, old_len, len(text), prefix, suffix, _PlainText(text), None
+            )
+
+    def append(self, session: str, delta: str) -> Result:
+        check_text(delta, "delta")
+        self._check_session_id(session)
+        with self._lock(session):
+            state = self.store.get(session)
+            if state is None:
+                raise UnknownSessionError(session)
+            self._check_binding(state)
+            old_len = state.text_length
+            if not delta:
+                self._count("requests", "hits", "unchanged")
+                return self._result(state, "repair", "empty append", session)
+            if self._rules is None:
+                return self._seed(
+                    session,
+                    state.text() + delta,
+                    f"family {self.tokenizer.family!r} is never repaired: full encode",
+                )
+            new_len = old_len + len(delta)
+            return self._repair(
+                state, session, old_len, new_len, old_len, 0, _AppendText(state, delta), delta
+            )
+
+    def close(self, session: str) -> bool:
+        """Free a session's state now; returns whether it was live."""
+        self._check_session_id(session)
+        with self._locks_guard:
+            self._locks.pop(session, None)
+        return self.store.close(session)
+
+    def stats(self) -> dict:
+        with self._counts_guard:
+            out = dict(self._counts)
+        st = self.store.stats()
+        out.update(
+            sessions=st.sessions,
+            bytes=st.bytes,
+            tokens=st.tokens,
+            bytes_per_token=st.bytes_per_token,
+            expired=st.expired,
+            evicted=st.evicted,
+            closed=st.closed,
+        )
+        return out
+
+    def session_records(self, session: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Copies of a live session's (ids, starts, ends) -- for inspection and campaigns."""
+        state = self.store.get(session)
+        if state is None:
+            raise UnknownSessionError(session)
+        return tuple(a.copy() for a in state.records())
+
+    # --- internals ---------------------------------------------------------------------
+    def _repair(self, state, session, old_len, new_len, prefix, suffix, source, delta) -> Result:
+        attempt = repair.plan(
+            self._rules,
+            self.engine,
+            state.records(),
+            old_len,
+            new_len,
+            prefix,
+            suffix,
+            source.window,
+            window=self.window,
+            max_widenings=self.max_widenings,
+        )
+        kind = "appends" if delta is not None else "edits"
+        if attempt.splice is None:
+            self._count("requests", "hits", kind, "fallbacks")
+            self._count_n("widenings", attempt.widenings)
+            return self._seed(
+                session,
+                source.full(),
+                f"repair fallback: {attempt.reason}",
+                count=False,
+                state=state,
+            )
+        sp = attempt.splice
+        f_ids, f_s, f_e = attempt.fresh
+        mid = slice(sp.fresh_from, sp.fresh_to)
+        if delta is not None:
+            state.commit_replace_tail(sp.keep_left, f_ids[mid], f_s[mid], f_e[mid], delta)
+        else:
+            keep_right = sp.keep_right_from if sp.keep_right_from is not None else state.n
+            state.commit_edit(
+                sp.keep_left,
+                f_ids[mid],
+                f_s[mid],
+                f_e[mid],
+                keep_right,
+                new_len - old_len,
+                source.full(),
+            )
+        self.store.put(state)
+        self._count(
+            "requests", "hits", kind, "first_window" if attempt.widenings == 0 else "widened"
+        )
+        self._count_n("widenings", attempt.widenings)
+        return self._result(
+            state, "repair", attempt.reason, session, attempt.widenings, attempt.window_chars
+        )
+
+    def _seed(self, session, text, reason, *, count=True, state=None) -> Result:
+        ids, starts, ends = self.engine.encode(text)
+        new = SessionState(session, self.tokenizer.sha256)
+        new.commit_full(ids, starts, ends, text)
+        self.store.put(new)
+        if count:
+            self._count("requests", "misses")
+        self._count("full")
+        return Result(
+            ids.copy() if not self.copy_ids else ids,
+            self.engine.name,
+            reason,
+            session,
+            0,
+            len(text),
+        )
+
+    def _result(self, state, path, reason, session, widenings=0, window_chars=0) -> Result:
+        ids = state.ids[: state.n]
+        if self.copy_ids:
+            ids = ids.copy()
+        else:
+            ids = ids.view()
+            ids.flags.writeable = False
+        return Result(ids, path, reason, session, widenings, window_chars)
+
+    def _check_binding(self, state: SessionState) -> None:
+        if state.tokenizer_sha256 != self.tokenizer.sha256:
+            raise SessionTokenizerMismatchError(
+                f"session {state.session!r} holds tokens of tokenizer {state.tokenizer_sha256[:12]}…, "
+                f"not of {self.tokenizer.name} ({self.tokenizer.sha256[:12]}…); it is never repaired "
+                "with another tokenizer. Close it or use another session id."
+            )
+
+    @staticmethod
+    def _check_session_id(session) -> None:
+        if not isinstance(session, str) or not session:
+            raise TypeError(f"session id must be a non-empty str, got {session!r}")
+
+    def _lock(self, session: str) -> threading.Lock:
+        with self._locks_guard:
+            lock = self._locks.get(session)
+            if lock is None:
+                lock = self._locks[session] = threading.Lock()
+            return lock
+
+    def _count(self, *keys: str) -> None:
+        with self._counts_guard:
+            for k in keys:
+                self._counts[k] += 1
+
+    def _count_n(self, key: str, n: int) -> None:
+        if n:
+            with self._counts_guard:
+                self._counts[key] += n
+
+
+class _AppendText:
+    """The new text as stored tail + delta, without materializing the whole context."""
+
+    def __init__(self, state: SessionState, delta: str):
+        self.state, self.delta, self.old_len = state, delta, state.text_length
+
+    def window(self, ws: int, we: int) -> str:
+        # we is always the end of the new text for appends
+        return self.state.tail(self.old_len - ws) + self.delta[: we - self.old_len]
+
+    def full(self) -> str:
+        return self.state.text() + self.delta
+
+
+class _PlainText:
+    def __init__(self, text: str):
+        self.text = text
+
+    def window(self, ws: int, we: int) -> str:
+        return self.text[ws:we]
+
+    def full(self) -> str:
+        return self.text
