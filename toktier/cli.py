@@ -125,6 +125,58 @@ def _cmd_certify_conversion(args) -> int:
     return 1 if failed else 0
 
 
+def _write_csv(path: str, rows: list[dict]) -> None:
+    import csv
+
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fields = list(dict.fromkeys(k for r in rows for k in r))
+    with open(out, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _cmd_certify_repair(args) -> int:
+    from .bench.machine import machine_facts
+    from .campaigns import repair_campaign
+    from .workload import archives
+
+    archive = Path(args.archive) if args.archive else archives.find_archive("mini-swe-agent")
+    result = repair_campaign.certify_repair(
+        args.names or artifacts.registry_names(),
+        oracle_trials=args.oracle_trials,
+        adversarial_examples=args.adversarial_examples,
+        replay_sessions=args.replay_sessions or None,
+        archive=archive,
+        seed=args.seed,
+    )
+    rows = repair_campaign.summary_rows(result)
+    for r in rows:
+        print(
+            f"{r['tokenizer']}: oracle {r.get('oracle_trials', 0):,} trials / {r.get('oracle_failures', 0)} failures; "
+            f"adversarial {r['adversarial_appends'] + r['adversarial_edits']:,} ops / {r['adversarial_mismatches']} mismatches; "
+            f"replay {r.get('replay_calls', 0):,} calls / {r.get('replay_mismatches', 0)} mismatches"
+        )
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(
+            json.dumps(
+                {"machine": machine_facts(), "parameters": vars(args) | {"func": None}, **result},
+                indent=1,
+                default=str,
+            )
+        )
+    if args.table:
+        _write_csv(args.table, rows)
+    bad = sum(
+        r.get("oracle_failures", 0) + r["adversarial_mismatches"] + r.get("replay_mismatches", 0)
+        for r in rows
+    )
+    return 1 if bad else 0
+
+
 def _cmd_fetch_data(args) -> int:
     from .workload import archives
 
@@ -178,6 +230,24 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", help="write the JSON record here")
     s.add_argument("--table", help="write a CSV summary here")
     s.set_defaults(func=_cmd_certify_conversion)
+
+    s = sub.add_parser(
+        "certify-repair",
+        help="repair campaigns: certificate oracle, adversarial, real-session replay",
+    )
+    s.add_argument("names", nargs="*")
+    s.add_argument("--oracle-trials", type=int, default=200, help="random contexts per class pair")
+    s.add_argument(
+        "--adversarial-examples", type=int, default=500, help="hypothesis scenarios per tokenizer"
+    )
+    s.add_argument(
+        "--replay-sessions", type=int, default=10, help="trajectories to replay (0: all)"
+    )
+    s.add_argument("--archive", help="trajectory archive (default: the verified mirror copy)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--out")
+    s.add_argument("--table")
+    s.set_defaults(func=_cmd_certify_repair)
 
     s = sub.add_parser(
         "fetch-data", help="obtain a third-party archive from a mirror or URL (sha256-verified)"

@@ -29,6 +29,7 @@ window's records, and an in-place write of the new tail.
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -79,6 +80,21 @@ class RepairRules:
         return False
 
 
+_RULES: dict[str, RepairRules] = {}
+_RULES_LOCK = threading.Lock()
+
+
+def rules_for(tok) -> RepairRules | None:
+    """The (cached) repair rules of a tokenizer, or None if its family is never repaired."""
+    if stability.rules(tok.family) is None:
+        return None
+    with _RULES_LOCK:
+        r = _RULES.get(tok.sha256)
+        if r is None:
+            r = _RULES[tok.sha256] = RepairRules(tok)
+        return r
+
+
 @dataclass
 class Splice:
     """A certified plan: records to keep and to take fresh.  Applied by the caller."""
@@ -118,8 +134,13 @@ def _ordinals(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
 
 def _in_region(starts: np.ndarray, ends: np.ndarray, lo: int, hi: int) -> tuple[int, int]:
     """Index range of records with lo <= start and end <= hi (records sorted by start)."""
-    i0 = int(np.searchsorted(starts, lo, side="left"))
-    i1 = int(np.searchsorted(starts, hi, side="left"))
+    # Search with a scalar of the array's own dtype: a Python int would make numpy
+    # cast the whole (session-sized) array first, an O(N) copy per request.
+    kind = starts.dtype.type
+    lo_c = kind(min(max(lo, np.iinfo(starts.dtype).min), np.iinfo(starts.dtype).max))
+    hi_c = kind(min(max(hi, np.iinfo(starts.dtype).min), np.iinfo(starts.dtype).max))
+    i0 = int(np.searchsorted(starts, lo_c, side="left"))
+    i1 = int(np.searchsorted(starts, hi_c, side="left"))
     while i1 > i0 and ends[i1 - 1] > hi:
         i1 -= 1
     return i0, i1
@@ -271,24 +292,19 @@ def plan(
         if left_ok and we < new_len:
             right_ok = False
             lo, hi = right_start, we - rules.margin
-            cs_shifted = c_s + shift if shift else c_s
-            ce_shifted = c_e + shift if shift else c_e
-            ci0, ci1 = _in_region(cs_shifted, ce_shifted, lo, hi)
+            # cached records live in A's coordinates: find them there, shift only the slice
+            ci0, ci1 = _in_region(c_s, c_e, lo - shift, hi - shift)
+            r_ids = c_ids[ci0:ci1]
+            r_s = c_s[ci0:ci1].astype(np.int64) + shift
+            r_e = c_e[ci0:ci1].astype(np.int64) + shift
             fj0, fj1 = _in_region(f_s, f_e, lo, hi)
-            run = longest_equal_run(
-                c_ids[ci0:ci1],
-                cs_shifted[ci0:ci1],
-                ce_shifted[ci0:ci1],
-                f_ids[fj0:fj1],
-                f_s[fj0:fj1],
-                f_e[fj0:fj1],
-            )
+            run = longest_equal_run(r_ids, r_s, r_e, f_ids[fj0:fj1], f_s[fj0:fj1], f_e[fj0:fj1])
             if run is None:
                 why = "right: no equal run"
             else:
                 first, ffirst, length, c_ord = run
                 k = _certify_run(
-                    rules, text, cps, ws, c_ids[ci0:ci1], cs_shifted[ci0:ci1], ce_shifted[ci0:ci1], c_ord,
+                    rules, text, cps, ws, r_ids, r_s, r_e, c_ord,
                     first, length, min_boundary=right_start + 1, prefer_last=False,
                 )  # fmt: skip
                 if k is None:
@@ -297,7 +313,7 @@ def plan(
                     right_ok = True
                     keep_right_from = ci0 + k
                     fresh_to = fj0 + ffirst + (k - first)
-                    b_right = int(cs_shifted[ci0 + k])
+                    b_right = int(r_s[k])
         if left_ok and right_ok and fresh_from <= fresh_to:
             splice = Splice(
                 keep_left, fresh_from, fresh_to, keep_right_from, widenings, b_left, b_right

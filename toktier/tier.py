@@ -26,6 +26,7 @@ class Result:
     session: str | None = None
     widenings: int = 0
     window_chars: int = 0
+    boundaries: tuple[int | None, int | None] = (None, None)  # certified splice points (characters)
 
 
 def common_prefix(a: str, b: str) -> int:
@@ -93,11 +94,7 @@ class Tier:
         self.window = window
         self.max_widenings = max_widenings
         self.copy_ids = copy_ids
-        self._rules = (
-            repair.RepairRules(self.tokenizer)
-            if repair.stability.rules(self.tokenizer.family) is not None
-            else None
-        )
+        self._rules = repair.rules_for(self.tokenizer)
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self._counts: Counter[str] = Counter()
@@ -170,9 +167,15 @@ class Tier:
             self._locks.pop(session, None)
         return self.store.close(session)
 
+    COUNTERS = (
+        "requests", "hits", "misses", "stateless", "appends", "edits", "unchanged",
+        "first_window", "widened", "widenings", "fallbacks", "full",
+    )  # fmt: skip
+
     def stats(self) -> dict:
+        """Request counters (see COUNTERS) plus the store's sessions, bytes and evictions."""
         with self._counts_guard:
-            out = dict(self._counts)
+            out = {k: self._counts.get(k, 0) for k in self.COUNTERS}
         st = self.store.stats()
         out.update(
             sessions=st.sessions,
@@ -239,7 +242,13 @@ class Tier:
         )
         self._count_n("widenings", attempt.widenings)
         return self._result(
-            state, "repair", attempt.reason, session, attempt.widenings, attempt.window_chars
+            state,
+            "repair",
+            attempt.reason,
+            session,
+            attempt.widenings,
+            attempt.window_chars,
+            (sp.boundary_left, sp.boundary_right),
         )
 
     def _seed(self, session, text, reason, *, count=True, state=None) -> Result:
@@ -259,14 +268,16 @@ class Tier:
             len(text),
         )
 
-    def _result(self, state, path, reason, session, widenings=0, window_chars=0) -> Result:
+    def _result(
+        self, state, path, reason, session, widenings=0, window_chars=0, boundaries=(None, None)
+    ) -> Result:
         ids = state.ids[: state.n]
         if self.copy_ids:
             ids = ids.copy()
         else:
             ids = ids.view()
             ids.flags.writeable = False
-        return Result(ids, path, reason, session, widenings, window_chars)
+        return Result(ids, path, reason, session, widenings, window_chars, boundaries)
 
     def _check_binding(self, state: SessionState) -> None:
         if state.tokenizer_sha256 != self.tokenizer.sha256:

@@ -136,3 +136,20 @@ def summarize(table: CallTable, ttls_s: tuple[float, ...] = (300.0, 3600.0)) -> 
         out["n_tokens_max"] = float(c["n_tokens"].max())
         out["chars_per_token"] = float(c["n_chars"].sum() / max(c["n_tokens"].sum(), 1))
     return out
+
+
+def ttl_hit_share(table: CallTable, ttls_s) -> list[dict]:
+    """Share of calls that find live session state if state lives ``ttl`` seconds after last use.
+
+    A session's first call always misses; a later call hits when the gap since the
+    previous call is at most the TTL (state is refreshed at every call).
+    """
+    c = table.columns
+    gaps = c["gap_s"]
+    first = c["first_call"]
+    n = len(table)
+    out = []
+    for ttl in ttls_s:
+        hit = (~first) & np.isfinite(gaps) & (gaps <= ttl)
+        out.append({"ttl_s": float(ttl), "hit_share": float(hit.sum() / n) if n else float("nan")})
+    return out

@@ -1,0 +1,99 @@
+"""Slices of the repair certification campaigns (the workflow runs them at full size).
+
+TOKTIER_EXAMPLES sets the hypothesis scenarios per tokenizer; TOKTIER_ORACLE_TRIALS the
+random contexts per class pair.
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+import toktier
+from toktier import repair
+from toktier.campaigns import adversarial, oracle, replay
+from toktier.families import stability
+from toktier.workload import trajectories
+
+EXAMPLES = int(os.environ.get("TOKTIER_EXAMPLES", "60"))
+ORACLE_TRIALS = int(os.environ.get("TOKTIER_ORACLE_TRIALS", "40"))
+REPAIRABLE = [n for n in toktier.known()]
+
+
+@pytest.mark.parametrize("name", REPAIRABLE)
+def test_oracle_finds_no_counterexample_to_a_claimed_pair(name):
+    rep = oracle.run_oracle(toktier.load(name), ORACLE_TRIALS, seed=11)
+    assert rep.claimed_failures == 0, [p for p in rep.pairs if p.claimed and p.failures][:3]
+    assert sum(p.trials for p in rep.pairs if p.claimed) >= ORACLE_TRIALS * len(
+        stability.rules(rep.family).pairs()
+    )
+
+
+def test_oracle_rejects_known_unstable_boundaries():
+    pre = toktier.load("llama3").hf.pre_tokenizer
+    assert oracle.check_boundary(pre, "ab", "cd", "ce") is not None  # inside a word
+    assert oracle.check_boundary(pre, "a ", "b", "c") is not None  # the space joins the next word
+    assert (
+        oracle.check_boundary(pre, "12", "345", "3") is not None
+    )  # digit groups count from the left
+    assert oracle.check_boundary(pre, "x!", "\n", "\r") is not None  # punctuation absorbs CR/LF
+    assert oracle.check_boundary(pre, "word", " next", " x") is None  # L -> WS: stable
+
+
+def test_oracle_catches_an_unsound_claim(monkeypatch):
+    """Claiming O->L stable (false: "[^\\r\\n\\p{L}\\p{N}]?\\p{L}+" takes one leading char) must fail."""
+    good = stability.rules("cl100k")
+    bad = stability.FamilyRules(good.family, good.class_names, good.stable.copy(), good.nfc)
+    names = good.class_names
+    bad.stable[names.index("O"), names.index("L")] = True
+    monkeypatch.setattr(stability, "rules", lambda family: bad)
+    rep = oracle.run_oracle(toktier.load("cl100k"), 60, seed=1)
+    assert rep.claimed_failures > 0
+
+
+def test_digit_runs_are_certified_only_where_digits_do_not_group():
+    """A run whose only boundaries are digit/digit is refused with {1,3} grouping, accepted with single digits."""
+    for name, expect in (("llama3", False), ("qwen3", True)):
+        tok = toktier.load(name)
+        rules = repair.rules_for(tok)
+        text = "9" * 400
+        ids, s, e = toktier.engine.ReferenceEngine(tok).encode(text)
+        run = repair.longest_equal_run(ids, s, e, ids, s, e)
+        first, _, length, c_ord = run
+        cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+        k = repair._certify_run(rules, text, cps, 0, ids, s, e, c_ord, first, length, 1, True)
+        assert (k is not None) == expect, name
+
+
+@pytest.mark.parametrize("name", REPAIRABLE)
+def test_adversarial_appends_and_edits(name):
+    rep = adversarial.run_campaign(toktier.load(name), EXAMPLES, seed=5)
+    assert rep.mismatches == 0, rep.reproducer
+    assert rep.appends + rep.edits >= EXAMPLES
+    assert any(k.startswith("repair: ") and "whole text" not in k for k in rep.outcomes)
+
+
+def test_a_broken_splice_is_caught(monkeypatch):
+    """The campaign check can fail: shifting the splice by one record must be detected."""
+    real = repair.plan
+
+    def off_by_one(*args, **kwargs):
+        att = real(*args, **kwargs)
+        if att.splice is not None and att.splice.keep_left > 0:
+            att.splice.keep_left -= 1
+        return att
+
+    monkeypatch.setattr(repair, "plan", off_by_one)
+    tok = toktier.load("llama3")
+    scenario = (512, "lorem ipsum dolor sit amet, " * 40, [("append", " consectetur 123")])
+    with pytest.raises(AssertionError, match="divergence"):
+        adversarial.check_scenario(tok, scenario)
+
+
+@pytest.mark.parametrize("name", REPAIRABLE)
+def test_real_session_replay_slice(name, trajectory_archive):
+    trajs = list(trajectories.iter_trajectories(trajectory_archive, limit=2))
+    rep = replay.replay(toktier.load(name), trajs, progress=False)
+    assert rep.mismatches == 0 and rep.span_mismatches == 0, rep.first_mismatch
+    assert rep.calls == sum(len(t.calls) for t in trajs)
+    assert rep.outcomes["repair: first-window splice"] >= rep.calls - 2 * len(trajs)

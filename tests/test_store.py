@@ -1,0 +1,101 @@
+import numpy as np
+import pytest
+
+from toktier.store import SessionState, SessionStore
+
+
+def _state(name="s", n=10, text="abcdefghij"):
+    st = SessionState(name, "sha")
+    ids = np.arange(n, dtype=np.uint32)
+    st.commit_full(ids, np.arange(n), np.arange(n) + 1, text)
+    return st
+
+
+def test_append_keeps_prefix_and_grows_amortized():
+    st = _state()
+    caps = set()
+    text = "abcdefghij"
+    for _ in range(2000):
+        keep = st.n - 1  # replace the last record, like a splice
+        st.commit_replace_tail(
+            keep,
+            np.array([7, 8], dtype=np.uint32),
+            np.array([keep, keep + 1]),
+            np.array([keep + 1, keep + 2]),
+            "xy",
+        )
+        text += "xy"
+        caps.add(len(st.ids))
+    assert st.n == 10 + 2000
+    assert st.ids[:9].tolist() == list(range(9))
+    assert len(caps) <= 6  # doubling: few reallocations for thousands of appends
+    assert st.text() == text and st.text_length == len(text)
+
+
+def test_text_chunks_stay_logarithmic_and_tail_is_exact():
+    st = _state(text="")
+    pieces = [f"<{i}>" * (i % 7 + 1) for i in range(3000)]
+    for p in pieces:
+        st.commit_replace_tail(st.n, np.zeros(0, np.uint32), np.zeros(0), np.zeros(0), p)
+    full = "".join(pieces)
+    assert len(st._chunks) <= 2 * np.log2(len(full)) + 2
+    for n in (0, 1, 5, 100, 4000, len(full), len(full) + 10):
+        assert st.tail(n) == full[-n:] if n else st.tail(n) == ""
+    assert st.is_prefix_of(full + "more") and st.is_prefix_of(full)
+    assert not st.is_prefix_of(full[:-1]) and not st.is_prefix_of("X" + full[1:])
+
+
+def test_edit_shifts_the_right_records():
+    st = _state()
+    st.commit_edit(3, np.array([99], np.uint32), np.array([3]), np.array([6]), 5, 1, "abcXYZfghij")
+    assert st.ids[: st.n].tolist() == [0, 1, 2, 99, 5, 6, 7, 8, 9]
+    assert st.starts[4 : st.n].tolist() == [6, 7, 8, 9, 10]
+    assert st.text() == "abcXYZfghij"
+
+
+def test_memory_accounting_is_about_twelve_bytes_per_token_plus_text():
+    st = SessionState("s", "sha")
+    n = 100_000
+    st.commit_full(np.zeros(n, np.uint32), np.arange(n), np.arange(n) + 4, "x" * (4 * n))
+    per_token = st.nbytes / n
+    assert 12 + 4 <= per_token < 12 + 4 + 1  # uint32 id + int32 start/end + ~4 ASCII chars
+
+
+def test_ttl_expiry_is_a_miss():
+    store = SessionStore(ttl_s=10)
+    now = [0.0]
+    store._clock = lambda: now[0]
+    st = _state()
+    st.last_use = 0.0
+    store.put(st)
+    now[0] = 5
+    assert store.get("s") is st
+    st.last_use = 5
+    now[0] = 16
+    assert store.get("s") is None and store.expired == 1 and len(store) == 0
+
+
+def test_byte_cap_evicts_least_recently_used():
+    a, b, c = _state("a"), _state("b"), _state("c")
+    cap = a.nbytes * 2 + 10
+    store = SessionStore(ttl_s=None, max_bytes=cap)
+    store.put(a)
+    store.put(b)
+    assert store.get("a") is a  # a is now most recent
+    store.put(c)
+    assert store.get("b") is None and store.get("a") is a and store.get("c") is c
+    assert store.evicted == 1 and store.stats().bytes <= cap
+
+
+def test_close_frees_at_once():
+    store = SessionStore()
+    store.put(_state("a"))
+    assert store.close("a") and not store.close("a")
+    assert store.stats().bytes == 0 and store.closed == 1
+
+
+def test_invalid_store_settings():
+    with pytest.raises(ValueError):
+        SessionStore(ttl_s=0)
+    with pytest.raises(ValueError):
+        SessionStore(max_bytes=-1)

@@ -1,0 +1,223 @@
+"""Tier behaviour: paths, reasons, bad input, state safety, thread safety."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import toktier
+from toktier import SessionTokenizerMismatchError, Tier, UnknownSessionError
+from toktier.errors import InvalidTextError
+from toktier.tier import common_prefix, common_suffix
+
+PROSE = "The quick brown fox jumps over the lazy dog; it's 2026 and the pipeline runs. " * 40
+
+
+def _check(tier, session, text, result):
+    tok = tier.tokenizer
+    assert result.ids.dtype == np.uint32
+    assert result.ids.tolist() == tok.reference(text)
+    _, starts, ends = tier.session_records(session)
+    assert (
+        list(zip(starts.tolist(), ends.tolist(), strict=True))
+        == tok.reference_encoding(text).offsets
+    )
+
+
+@pytest.mark.parametrize("name", toktier.known())
+def test_append_and_encode_paths(name):
+    tier = Tier(name)
+    r = tier.encode(PROSE, session="s")
+    assert r.path == "reference" and "miss" in r.reason
+    text = PROSE
+    for delta in [
+        "pipe",
+        "line",
+        " 12",
+        "345",
+        "\r\n",
+        "don",
+        "'t",
+        " <|im_",
+        "start|>",
+        "é",
+        "\u0301x",
+    ]:
+        text += delta
+        r = tier.append("s", delta)
+        assert r.path == "repair", r.reason
+        _check(tier, "s", text, r)
+    text += " and the front end resends everything"
+    r = tier.encode(text, session="s")
+    assert r.path == "repair" and r.reason == "first-window splice"
+    _check(tier, "s", text, r)
+    st = tier.stats()
+    assert (
+        st["hits"] == 12 and st["misses"] == 1 and st["first_window"] >= 1 and st["fallbacks"] == 0
+    )
+
+
+@pytest.mark.parametrize("name", ["llama3", "qwen3", "gpt-oss", "bert-uncased"])
+def test_mid_context_edits(name):
+    tier = Tier(name)
+    text = PROSE
+    tier.encode(text, session="e")
+    for pos, cut, insert in [
+        (1500, 10, "EDITED 123"),
+        (40, 0, "x"),
+        (len(text) - 5, 5, ""),
+        (800, 300, ""),
+    ]:
+        text = text[:pos] + insert + text[pos + cut :]
+        r = tier.encode(text, session="e")
+        assert r.path == "repair", r.reason
+        _check(tier, "e", text, r)
+    assert tier.stats()["edits"] == 4
+
+
+def test_stateless_and_unsupported():
+    tier = Tier("llama3")
+    r = tier.encode("hello")
+    assert r.path == "reference" and r.reason.startswith("no session")
+    # an unsupported tokenizer is always encoded in full, and says why
+    import json
+
+    doc = json.loads(toktier.load("llama3").path.read_text())
+    doc["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = r"\p{L}+|\s+|."
+    path = tier.tokenizer.path.parent.parent / "custom-unsupported" / "tokenizer.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(doc))
+    u = Tier(toktier.load(path))
+    u.encode("abc def", session="u")
+    r = u.append("u", " ghi")
+    assert r.path == "reference" and "never repaired" in r.reason
+    assert r.ids.tolist() == u.tokenizer.reference("abc def ghi")
+
+
+def test_bad_input_leaves_state_unchanged():
+    tier = Tier("cl100k")
+    tier.encode(PROSE, session="s")
+    before = [a.copy() for a in tier.session_records("s")]
+    for call in (
+        lambda: tier.append("s", b"bytes"),
+        lambda: tier.append("s", "lone \ud800 surrogate"),
+        lambda: tier.encode(PROSE + "\udfff", session="s"),
+        lambda: tier.append(None, "x"),
+        lambda: tier.append("", "x"),
+    ):
+        with pytest.raises((TypeError, InvalidTextError)):
+            call()
+    after = tier.session_records("s")
+    assert all((a == b).all() for a, b in zip(before, after, strict=True))
+    with pytest.raises(UnknownSessionError, match="no live state"):
+        tier.append("never-seen", "x")
+
+
+def test_engine_failure_leaves_state_unchanged():
+    tier = Tier("llama3")
+    tier.encode(PROSE, session="s")
+    before = [a.copy() for a in tier.session_records("s")]
+
+    class Boom:
+        name = "boom"
+
+        def encode(self, text):
+            raise RuntimeError("engine died")
+
+    tier.engine = Boom()
+    with pytest.raises(RuntimeError):
+        tier.append("s", "more text")
+    tier.engine = toktier.engine.ReferenceEngine(tier.tokenizer)
+    assert all((a == b).all() for a, b in zip(before, tier.session_records("s"), strict=True))
+    r = tier.append("s", "more text")
+    assert r.ids.tolist() == tier.tokenizer.reference(PROSE + "more text")
+
+
+def test_session_bound_to_its_tokenizer():
+    store = toktier.SessionStore()
+    a, b = Tier("llama3", store=store), Tier("cl100k", store=store)
+    a.encode(PROSE, session="shared")
+    with pytest.raises(
+        SessionTokenizerMismatchError, match="never repaired with another tokenizer"
+    ):
+        b.append("shared", "x")
+    with pytest.raises(SessionTokenizerMismatchError):
+        b.encode(PROSE + "x", session="shared")
+
+
+def test_close_and_eviction_are_misses_not_errors():
+    tier = Tier("llama3", max_bytes=1)  # every new session evicts the previous one
+    tier.encode(PROSE, session="a")
+    tier.encode(PROSE, session="b")
+    r = tier.encode(PROSE + "x", session="a")
+    assert r.path == "reference" and "miss" in r.reason
+    assert r.ids.tolist() == tier.tokenizer.reference(PROSE + "x")
+    assert tier.close("a") and not tier.close("a")
+    assert tier.stats()["evicted"] >= 1
+
+
+def test_unchanged_and_empty_append():
+    tier = Tier("qwen3")
+    tier.encode(PROSE, session="s")
+    assert tier.encode(PROSE, session="s").reason == "unchanged text"
+    assert tier.append("s", "").reason == "empty append"
+
+
+def test_fallback_is_exact_and_reported():
+    tier = Tier("llama3", window=40, max_widenings=0)  # too small to find a certified run
+    tier.encode(PROSE, session="s")
+    r = tier.append("s", "1234567")
+    assert r.path == "reference" and r.reason.startswith("repair fallback")
+    assert r.ids.tolist() == tier.tokenizer.reference(PROSE + "1234567")
+    assert tier.stats()["fallbacks"] == 1
+
+
+def test_ids_are_snapshots_unless_asked_otherwise():
+    tier = Tier("llama3")
+    tier.encode(PROSE, session="s")
+    r1 = tier.append("s", " one")
+    r2 = tier.append("s", " two")
+    assert len(r1.ids) < len(r2.ids) and r1.ids.tolist() == tier.tokenizer.reference(PROSE + " one")
+    view = Tier("llama3", copy_ids=False)
+    view.encode(PROSE, session="v")
+    assert not view.append("v", " x").ids.flags.writeable
+
+
+def test_concurrent_sessions_are_exact():
+    tier = Tier("gpt-oss")
+    texts = {f"s{i}": PROSE[: 500 + 37 * i] for i in range(6)}
+    errors = []
+
+    def worker(sid):
+        text = texts[sid]
+        tier.encode(text, session=sid)
+        for k in range(15):
+            delta = f" step {k} of {sid}\n"
+            text += delta
+            r = tier.append(sid, delta)
+            if r.ids.tolist() != tier.tokenizer.reference(text):
+                errors.append(sid)
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in texts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and tier.stats()["hits"] == 6 * 15
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("", ""),
+        ("abc", "abc"),
+        ("abc", "abd"),
+        ("x" * 70000 + "a", "x" * 70000 + "b"),
+        ("ab", "abc"),
+    ],
+)
+def test_common_prefix_and_suffix(a, b):
+    p = common_prefix(a, b)
+    assert a[:p] == b[:p] and (p == min(len(a), len(b)) or a[p] != b[p])
+    s = common_suffix(a, b, min(len(a), len(b)) - p)
+    assert a[len(a) - s :] == b[len(b) - s :]

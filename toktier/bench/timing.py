@@ -1,0 +1,43 @@
+"""Timing protocol shared by every experiment: one timed call per sample, GC off while timing."""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+
+def time_ms(fn: Callable[[], object]) -> float:
+    """Wall time of one call in milliseconds (the result is discarded after the clock stops)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        t0 = time.perf_counter_ns()
+        out = fn()
+        dt = time.perf_counter_ns() - t0
+    finally:
+        if enabled:
+            gc.enable()
+    del out
+    return dt / 1e6
+
+
+def summarize(samples_ms) -> dict:
+    x = np.asarray(samples_ms, dtype=float)
+    if not len(x):
+        return {
+            "n": 0,
+            "p50": float("nan"),
+            "p90": float("nan"),
+            "p99": float("nan"),
+            "mean": float("nan"),
+        }
+    return {
+        "n": len(x),
+        "p50": float(np.percentile(x, 50)),
+        "p90": float(np.percentile(x, 90)),
+        "p99": float(np.percentile(x, 99)),
+        "mean": float(x.mean()),
+    }

@@ -1,0 +1,78 @@
+"""The repair certification: oracle + adversarial + replay, for every registered tokenizer."""
+
+from __future__ import annotations
+
+import time
+
+from ..registry import load
+from ..workload import trajectories as trajmod
+from . import adversarial, oracle, replay
+
+
+def certify_repair(
+    names: list[str],
+    *,
+    oracle_trials: int,
+    adversarial_examples: int,
+    replay_sessions: int | None,
+    archive,
+    seed: int = 0,
+) -> dict:
+    """Run the three campaigns; every count is recorded, every mismatch kept with its reproducer."""
+    trajs = list(trajmod.iter_trajectories(archive, limit=replay_sessions)) if archive else []
+    out = {"oracle": [], "adversarial": [], "replay": [], "seconds": {}}
+    for name in names:
+        tok = load(name)
+        t0 = time.perf_counter()
+        if tok.family != "unsupported":
+            rep = oracle.run_oracle(tok, oracle_trials, seed=seed)
+            out["oracle"].append(rep.to_dict())
+        t1 = time.perf_counter()
+        out["adversarial"].append(
+            adversarial.run_campaign(tok, adversarial_examples, seed=seed).to_dict()
+        )
+        t2 = time.perf_counter()
+        if trajs:
+            out["replay"].append(replay.replay(tok, trajs).to_dict(with_splices=True))
+        t3 = time.perf_counter()
+        out["seconds"][name] = {"oracle": t1 - t0, "adversarial": t2 - t1, "replay": t3 - t2}
+    return out
+
+
+def summary_rows(result: dict) -> list[dict]:
+    """One row per tokenizer: the counts that certify (all mismatch columns must be 0)."""
+    rows = {}
+    for o in result["oracle"]:
+        rows.setdefault(
+            o["tokenizer"], {"tokenizer": o["tokenizer"], "family": o["family"]}
+        ).update(
+            oracle_pairs=o["claimed_pairs"],
+            oracle_trials=o["claimed_trials"],
+            oracle_failures=o["claimed_failures"],
+            unclaimed_pairs_with_counterexample=o["unclaimed_with_counterexample"],
+        )
+    for a in result["adversarial"]:
+        rows.setdefault(
+            a["tokenizer"], {"tokenizer": a["tokenizer"], "family": a["family"]}
+        ).update(
+            adversarial_scenarios=a["scenarios"],
+            adversarial_appends=a["appends"],
+            adversarial_edits=a["edits"],
+            adversarial_mismatches=a["mismatches"],
+        )
+    for r in result["replay"]:
+        fw = sum(v for k, v in r["outcomes"].items() if k == "repair: first-window splice")
+        widened = sum(v for k, v in r["outcomes"].items() if k.startswith("repair: splice after"))
+        fallbacks = sum(v for k, v in r["outcomes"].items() if "fallback" in k)
+        rows.setdefault(
+            r["tokenizer"], {"tokenizer": r["tokenizer"], "family": r["family"]}
+        ).update(
+            replay_sessions=r["sessions"],
+            replay_calls=r["calls"],
+            replay_chars=r["characters"],
+            replay_first_window=fw,
+            replay_widened=widened,
+            replay_fallbacks=fallbacks,
+            replay_mismatches=r["mismatches"] + r["span_mismatches"],
+        )
+    return list(rows.values())
