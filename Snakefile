@@ -8,6 +8,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/artifacts.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/certify.smk"
+include: "workflow/rules/repair.smk"
 include: "workflow/rules/notebooks.smk"
 
 

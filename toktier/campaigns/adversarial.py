@@ -63,8 +63,19 @@ def scenarios(draw, frag: st.SearchStrategy[str]):
 
     ``frag`` is ``fragments(tok)``, built once per tokenizer."""
     window = draw(st.sampled_from([24, 48, 96, 512]))
-    filler = draw(st.sampled_from(["", "lorem ipsum dolor sit amet, " * 4, "x = [1, 2, 3]\n" * 6]))
-    start = draw(texts(frag, 60))
+    # Fillers make the window edge fall inside real text, so splices (not whole-text
+    # windows) are what most operations exercise.
+    filler = draw(
+        st.sampled_from(
+            [
+                "",
+                "lorem ipsum dolor sit amet, " * 12,
+                "x = [1, 2, 3]\n" * 25,
+                "数据 données 123 " * 20,
+            ]
+        )
+    )
+    start = draw(texts(frag, 150))
     text = filler + start + filler
     ops = []
     n_ops = draw(st.integers(1, 6))

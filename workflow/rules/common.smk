@@ -1,3 +1,4 @@
+import json
 import sys
 from pathlib import Path
 
@@ -35,4 +36,14 @@ ALL_OUTPUTS = [
     "results/figures/workload-anatomy.png",
     "results/notebooks/01-tokenizers.ipynb",
     "results/notebooks/02-workload.ipynb",
+    "results/tables/repair-certification.csv",
+    "results/tables/repair-latency.csv",
+    "results/figures/repair-latency.png",
+    "results/tables/delta-sweep.csv",
+    "results/figures/repair-behavior.png",
+    "results/tables/state-memory.csv",
+    "results/figures/state-memory.png",
+    "results/notebooks/03-repair-latency.ipynb",
+    "results/notebooks/04-repair-behavior.ipynb",
+    "results/notebooks/05-state-memory.ipynb",
 ]

@@ -1,0 +1,116 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 03 · Repair latency vs context size (paper Table 3 / Fig. 6, claim R1)
+#
+# One append to a live session whose context is a real agent transcript of N characters.
+# Every method sees identical texts: toktier repairs the stored tokens; Gigatoken
+# "prewarmed" re-encodes the full text with a cache that has already seen the session;
+# fastokens and HF re-encode the full text. Protocol (`experiments.md`): bootstrap on the
+# prefix, one untimed append, then timed appends at their natural sizes (the transcript's
+# own next calls). n = sessions × appends per cell.
+
+# %% tags=["parameters"]
+archive = "data/build/archives/mini-swe-agent-gemini3-swebench-verified.tar.xz"
+tokenizer = "llama3"
+contexts = [100_000, 500_000, 1_000_000]
+sessions = 4
+appends = 6
+results_dir = "results"
+
+# %%
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+import toktier
+from toktier.bench import repair_bench, streams
+from toktier.bench.machine import machine_facts
+
+results = Path(results_dir)
+for sub in ("tables", "figures", "runs"):
+    (results / sub).mkdir(parents=True, exist_ok=True)
+sns.set_theme(style="whitegrid")
+tok = toktier.load(tokenizer)
+trajs = streams.load_trajectories(Path(archive))
+
+# %%
+samples = repair_bench.repair_latency(tok, trajs, contexts, sessions=sessions, appends=appends)
+(results / "runs" / "repair-latency.json").write_text(
+    json.dumps({"machine": machine_facts(), "tokenizer": tok.name, "samples": samples}, indent=1)
+)
+df = pd.DataFrame(samples)
+assert df.loc[df.method == "toktier repair", "exact"].dropna().all(), "a repaired session diverged"
+
+# %%
+PAPER = {  # paper Table 3, P50 ms (EPYC 9115 host)
+    "toktier repair": {
+        100_000: 0.52,
+        500_000: 0.88,
+        1_000_000: 1.23,
+        2_000_000: 1.57,
+        4_400_000: 3.54,
+    },
+    "Gigatoken prewarmed": {
+        100_000: 0.14,
+        500_000: 1.18,
+        1_000_000: 2.53,
+        2_000_000: 4.76,
+        4_400_000: 11.66,
+    },
+    "HF full re-encode": {
+        100_000: 23.6,
+        500_000: 165,
+        1_000_000: 318,
+        2_000_000: 659,
+        4_400_000: 1548,
+    },
+}
+table = df.groupby(["context", "method"])["ms"].describe(percentiles=[0.5, 0.9])[
+    ["count", "50%", "90%"]
+]
+table = table.rename(columns={"50%": "p50_ms", "90%": "p90_ms", "count": "n"}).reset_index()
+table["paper_p50_ms"] = [
+    PAPER.get(m, {}).get(c) for c, m in zip(table.context, table.method, strict=True)
+]
+rep = table[table.method == "toktier repair"].set_index("context")["p50_ms"]
+table["p50_vs_toktier"] = [p / rep[c] for c, p in zip(table.context, table.p50_ms, strict=True)]
+table.to_csv(results / "tables" / "repair-latency.csv", index=False)
+table
+
+# %%
+fig, ax = plt.subplots(figsize=(7, 5))
+sns.lineplot(
+    data=df,
+    x="context",
+    y="ms",
+    hue="method",
+    estimator="median",
+    errorbar=("pi", 80),
+    marker="o",
+    ax=ax,
+)
+for vals in PAPER.values():
+    ax.plot(list(vals), list(vals.values()), ls=":", c="gray", lw=1)
+ax.set(
+    xscale="log",
+    yscale="log",
+    xlabel="session context N (characters)",
+    ylabel="one append, P50 ms (band: P10–P90)",
+    title=f"Repair latency vs context — {tok.name}, natural appends (dotted: paper)",
+)
+fig.tight_layout()
+fig.savefig(results / "figures" / "repair-latency.png", dpi=130)

@@ -1,0 +1,66 @@
+"""Benchmark plumbing (no timing assertions): identical texts across methods, stream cells, TTL shares."""
+
+import numpy as np
+import pytest
+
+import toktier
+from toktier.bench import repair_bench, streams, timing
+from toktier.workload import stats, trajectories
+
+
+def test_summarize_percentiles():
+    s = timing.summarize([1, 2, 3, 4, 100])
+    assert s["n"] == 5 and s["p50"] == 3 and s["p90"] > 4 and s["p99"] > s["p90"]
+    assert np.isnan(timing.summarize([])["p50"])
+    assert timing.time_ms(lambda: sum(range(1000))) >= 0
+
+
+def test_cells_are_real_text_cut_at_message_edges(trajectory_archive):
+    trajs = streams.load_trajectories(trajectory_archive, limit=30)
+    cell = streams.natural_cell(trajs, "llama3", 50_000, 4, start=2)
+    assert 50_000 <= len(cell.prefix) < 50_000 + 200_000
+    assert cell.prefix.endswith("<|eot_id|>") and len(cell.appends) == 4
+    assert all(
+        a.startswith("<|start_header_id|>") and a.endswith("<|eot_id|>") for a in cell.appends
+    )
+    sliced = streams.sliced_cell(trajs, "llama3", 20_000, 3_000, 2, start=0)
+    assert len(sliced.prefix) == 20_000 and [len(a) for a in sliced.appends] == [3_000, 3_000]
+    with pytest.raises(ValueError):
+        streams.sliced_cell(trajs[:1], "llama3", 10**9, 10, 1, start=0)
+
+
+def test_latency_harness_gives_every_method_the_same_texts(trajectory_archive):
+    trajs = streams.load_trajectories(trajectory_archive, limit=20)
+    tok = toktier.load("llama3")
+    samples = repair_bench.repair_latency(
+        tok,
+        trajs,
+        [30_000],
+        sessions=1,
+        appends=2,
+        methods=("toktier repair", "HF full re-encode"),
+        progress=False,
+    )
+    by = {
+        m: [(s["context_chars"], s["delta_chars"]) for s in samples if s["method"] == m]
+        for m in ("toktier repair", "HF full re-encode")
+    }
+    assert by["toktier repair"] == by["HF full re-encode"] and len(by["toktier repair"]) == 2
+    assert samples[1]["exact"] is True and samples[0]["path"] == "repair"
+
+
+def test_ttl_hit_share_by_hand():
+    doc = {
+        "messages": [{"role": "user", "content": "t"}]
+        + [
+            {
+                "role": "assistant",
+                "content": "a",
+                "extra": {"response": {"created": t, "usage": {}}},
+            }
+            for t in (0.0, 20.0, 400.0, 4000.0)
+        ]
+    }
+    table = stats.call_table([trajectories.parse_trajectory(doc, "s")], None)
+    rows = {r["ttl_s"]: r["hit_share"] for r in stats.ttl_hit_share(table, [10, 300, 3599, 3600])}
+    assert rows == {10: 0.0, 300: 0.25, 3599: 0.5, 3600: 0.75}

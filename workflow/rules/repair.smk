@@ -1,0 +1,132 @@
+rule certify_repair:
+    """Oracle + adversarial + replay campaigns for one tokenizer (zero divergence required)."""
+    input:
+        tokenizer="data/build/tokenizers/{name}/tokenizer.json",
+        trajectories=TRAJECTORIES,
+    output:
+        "results/runs/repair/{name}.json",
+    params:
+        py=PY,
+        home=DATA_HOME,
+        oracle=config["repair"]["oracle_trials"],
+        adversarial=config["repair"]["adversarial_examples"],
+        replay=config["repair"]["replay_sessions"] or 0,
+        seed=config["certification"]["seed"],
+    log:
+        "results/logs/repair/{name}.log",
+    conda:
+        "../../environment.yml"
+    shell:
+        "TOKTIER_HOME={params.home:q} {params.py} -m toktier certify-repair {wildcards.name:q} "
+        "--oracle-trials {params.oracle} --adversarial-examples {params.adversarial} "
+        "--replay-sessions {params.replay} --archive {input.trajectories:q} --seed {params.seed} "
+        "--out {output:q} > {log:q} 2>&1"
+
+
+rule notebook_repair_latency:
+    # Timings: the job takes every core, so no other job of the workflow runs beside it.
+    threads: workflow.cores
+    input:
+        notebook="build/notebooks/03-repair-latency.ipynb",
+        trajectories=TRAJECTORIES,
+        tokenizer=tokenizer_json(config["latency"]["tokenizer"]),
+    output:
+        notebook="results/notebooks/03-repair-latency.ipynb",
+        table="results/tables/repair-latency.csv",
+        run="results/runs/repair-latency.json",
+        figure=report(
+            "results/figures/repair-latency.png",
+            caption="../report/repair-latency.rst",
+            category="Repair",
+        ),
+    params:
+        py=PY,
+        home=DATA_HOME,
+        root=str(ROOT),
+        tokenizer=config["latency"]["tokenizer"],
+        contexts=json.dumps(config["latency"]["contexts"]),
+        sessions=config["latency"]["sessions"],
+        appends=config["latency"]["appends"],
+    log:
+        "results/logs/notebooks/03-repair-latency.log",
+    conda:
+        "../../environment.yml"
+    shell:
+        "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} "
+        "--cwd {params.root:q} -k python3 -p archive {input.trajectories:q} -p tokenizer {params.tokenizer:q} "
+        "-y 'contexts: {params.contexts}' -p sessions {params.sessions} -p appends {params.appends} "
+        "-p results_dir results > {log:q} 2>&1"
+
+
+rule notebook_repair_behavior:
+    # Timings: the job takes every core, so no other job of the workflow runs beside it.
+    threads: workflow.cores
+    input:
+        notebook="build/notebooks/04-repair-behavior.ipynb",
+        runs=expand("results/runs/repair/{name}.json", name=TOKENIZERS),
+        trajectories=TRAJECTORIES,
+        tokenizer=tokenizer_json(config["latency"]["tokenizer"]),
+    output:
+        notebook="results/notebooks/04-repair-behavior.ipynb",
+        certification="results/tables/repair-certification.csv",
+        behavior="results/tables/repair-behavior.csv",
+        sweep="results/tables/delta-sweep.csv",
+        figure=report(
+            "results/figures/repair-behavior.png",
+            caption="../report/repair-behavior.rst",
+            category="Repair",
+        ),
+        sweep_figure=report(
+            "results/figures/delta-sweep.png",
+            caption="../report/delta-sweep.rst",
+            category="Repair",
+        ),
+    params:
+        py=PY,
+        home=DATA_HOME,
+        root=str(ROOT),
+        runs=lambda wildcards, input: ",".join(input.runs),
+        tokenizer=config["latency"]["tokenizer"],
+        contexts=json.dumps(config["sweep"]["contexts"]),
+        deltas=json.dumps(config["sweep"]["deltas"]),
+        sessions=config["sweep"]["sessions"],
+    log:
+        "results/logs/notebooks/04-repair-behavior.log",
+    conda:
+        "../../environment.yml"
+    shell:
+        "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} "
+        "--cwd {params.root:q} -k python3 -p runs {params.runs:q} -p archive {input.trajectories:q} "
+        "-p tokenizer {params.tokenizer:q} -y 'sweep_contexts: {params.contexts}' "
+        "-y 'sweep_deltas: {params.deltas}' -p sweep_sessions {params.sessions} "
+        "-p results_dir results > {log:q} 2>&1"
+
+
+rule notebook_state_memory:
+    input:
+        notebook="build/notebooks/05-state-memory.ipynb",
+        trajectories=TRAJECTORIES,
+        tokenizer=tokenizer_json(config["latency"]["tokenizer"]),
+    output:
+        notebook="results/notebooks/05-state-memory.ipynb",
+        table="results/tables/state-memory.csv",
+        ttl="results/tables/ttl-hits.csv",
+        figure=report(
+            "results/figures/state-memory.png",
+            caption="../report/state-memory.rst",
+            category="Repair",
+        ),
+    params:
+        py=PY,
+        home=DATA_HOME,
+        root=str(ROOT),
+        tokenizer=config["latency"]["tokenizer"],
+        sessions=config["memory"]["sessions"],
+    log:
+        "results/logs/notebooks/05-state-memory.log",
+    conda:
+        "../../environment.yml"
+    shell:
+        "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} "
+        "--cwd {params.root:q} -k python3 -p archive {input.trajectories:q} -p tokenizer {params.tokenizer:q} "
+        "-p sessions {params.sessions} -p results_dir results > {log:q} 2>&1"
