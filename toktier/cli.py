@@ -102,37 +102,32 @@ def _cmd_certify_conversion(args) -> int:
             f"{r['vocab_entries_checked']:,} vocab entries -> {r['mismatches']} text / {r['vocab_mismatches']} vocab mismatches"
         )
     if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(
-            json.dumps(
-                {"machine": machine_facts(), "chars_requested": args.chars, "results": results},
-                indent=2,
-            )
+        _write_json(
+            args.out,
+            {"machine": machine_facts(), "chars_requested": args.chars, "results": results},
         )
     if args.table:
-        import csv
-
-        table = Path(args.table)
-        table.parent.mkdir(parents=True, exist_ok=True)
         fields = ["tokenizer", "documents", "characters", "tokens", "special_literals", "mismatches",
                   "vocab_entries_checked", "vocab_mismatches", "seconds"]  # fmt: skip
-        with open(table, "w", newline="", encoding="utf-8") as f:
-            w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
-            w.writeheader()
-            w.writerows(results)
+        _write_csv(args.table, results, fields)
     failed = sum(r["mismatches"] + r["vocab_mismatches"] for r in results)
     return 1 if failed else 0
 
 
-def _write_csv(path: str, rows: list[dict]) -> None:
+def _write_json(path: str, obj) -> None:
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(obj, indent=1, default=str))
+
+
+def _write_csv(path: str, rows: list[dict], fields: list[str] | None = None) -> None:
     import csv
 
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fields = list(dict.fromkeys(k for r in rows for k in r))
+    fields = fields or list(dict.fromkeys(k for r in rows for k in r))
     with open(out, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=fields)
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
 
@@ -159,14 +154,9 @@ def _cmd_certify_repair(args) -> int:
             f"replay {r.get('replay_calls', 0):,} calls / {r.get('replay_mismatches', 0)} mismatches"
         )
     if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(
-            json.dumps(
-                {"machine": machine_facts(), "parameters": vars(args) | {"func": None}, **result},
-                indent=1,
-                default=str,
-            )
+        _write_json(
+            args.out,
+            {"machine": machine_facts(), "parameters": vars(args) | {"func": None}, **result},
         )
     if args.table:
         _write_csv(args.table, rows)

@@ -101,6 +101,12 @@ class SessionState:
             setattr(self, name, grown)
 
     @property
+    def used_nbytes(self) -> int:
+        """Bytes the live records and text occupy (without the arrays' spare capacity)."""
+        per_record = self.ids.itemsize + self.starts.itemsize + self.ends.itemsize
+        return self.n * per_record + sum(sys.getsizeof(c) for c in self._chunks)
+
+    @property
     def nbytes(self) -> int:
         """Resident bytes: record arrays at capacity plus the text chunks."""
         arrays = self.ids.nbytes + self.starts.nbytes + self.ends.nbytes

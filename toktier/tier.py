@@ -66,6 +66,9 @@ def common_suffix(a: str, b: str, limit: int) -> int:
     return n
 
 
+_LOCK_STRIPES = 64
+
+
 class Tier:
     """Exact, stateful tokenization for one tokenizer.
 
@@ -95,8 +98,9 @@ class Tier:
         self.max_widenings = max_widenings
         self.copy_ids = copy_ids
         self._rules = repair.rules_for(self.tokenizer)
-        self._locks: dict[str, threading.Lock] = {}
-        self._locks_guard = threading.Lock()
+        # Striped locks: one session always maps to the same lock (its requests are
+        # serialized), memory stays bounded however many session ids come and go.
+        self._stripes = tuple(threading.Lock() for _ in range(_LOCK_STRIPES))
         self._counts: Counter[str] = Counter()
         self._counts_guard = threading.Lock()
 
@@ -163,9 +167,8 @@ class Tier:
     def close(self, session: str) -> bool:
         """Free a session's state now; returns whether it was live."""
         self._check_session_id(session)
-        with self._locks_guard:
-            self._locks.pop(session, None)
-        return self.store.close(session)
+        with self._lock(session):
+            return self.store.close(session)
 
     COUNTERS = (
         "requests", "hits", "misses", "stateless", "appends", "edits", "unchanged",
@@ -218,7 +221,6 @@ class Tier:
                 source.full(),
                 f"repair fallback: {attempt.reason}",
                 count=False,
-                state=state,
             )
         sp = attempt.splice
         f_ids, f_s, f_e = attempt.fresh
@@ -251,7 +253,7 @@ class Tier:
             (sp.boundary_left, sp.boundary_right),
         )
 
-    def _seed(self, session, text, reason, *, count=True, state=None) -> Result:
+    def _seed(self, session, text, reason, *, count=True) -> Result:
         ids, starts, ends = self.engine.encode(text)
         new = SessionState(session, self.tokenizer.sha256)
         new.commit_full(ids, starts, ends, text)
@@ -293,11 +295,7 @@ class Tier:
             raise TypeError(f"session id must be a non-empty str, got {session!r}")
 
     def _lock(self, session: str) -> threading.Lock:
-        with self._locks_guard:
-            lock = self._locks.get(session)
-            if lock is None:
-                lock = self._locks[session] = threading.Lock()
-            return lock
+        return self._stripes[hash(session) % len(self._stripes)]
 
     def _count(self, *keys: str) -> None:
         with self._counts_guard:

@@ -154,7 +154,8 @@ def state_memory(tok, trajs, *, progress: bool = True) -> list[dict]:
             rows.append(
                 {
                     "session": traj.session, "call": k, "context_chars": len(prompt), "tokens": st.n,
-                    "state_bytes": st.nbytes, "bytes_per_token": st.nbytes / max(st.n, 1),
+                    "state_bytes": st.nbytes,
+                "used_bytes_per_token": st.used_nbytes / max(st.n, 1), "bytes_per_token": st.nbytes / max(st.n, 1),
                     "record_bytes_per_token": (st.ids.itemsize + st.starts.itemsize + st.ends.itemsize),
                     "live_sessions": len(tier.store), "store_bytes": tier.stats()["bytes"],
                     "rss_growth_bytes": _rss_bytes() - rss0,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -11,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import paths
+from ..artifacts import sha256_file
 from ..errors import ChecksumMismatchError, ToktierError
 
 
@@ -51,14 +51,6 @@ def default_mirror() -> Path | None:
     return None
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def archive_dir() -> Path:
     return paths.data_home() / "archives"
 
@@ -69,7 +61,7 @@ def obtain(
     """Copy the archive from the mirror (or download it from ``url``) to ``dest`` and verify it."""
     arc = ARCHIVES[key]
     dest = Path(dest) if dest is not None else archive_dir() / arc.filename
-    if dest.is_file() and _sha256(dest) == arc.sha256:
+    if dest.is_file() and sha256_file(dest) == arc.sha256:
         return dest
     mirror = Path(mirror) if mirror is not None else default_mirror()
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -89,7 +81,7 @@ def obtain(
                 "was given. Set TOKTIER_DATA_MIRROR (or config data.mirror) to a folder with the file, "
                 "or data.url to a download address."
             )
-        actual = _sha256(tmp_path)
+        actual = sha256_file(tmp_path)
         if actual != arc.sha256:
             raise ChecksumMismatchError(f"archive {arc.filename} from {origin}", arc.sha256, actual)
         os.replace(tmp_path, dest)
