@@ -87,3 +87,18 @@ def test_conversion_certification_slice(name):
     assert res.vocab_entries_checked > 90_000
     assert res.mismatches == 0, res.first_mismatch
     assert res.vocab_mismatches == 0
+
+
+@pytest.mark.parametrize("ignore_merges", [False, True])
+def test_merge_into_a_token_ranked_below_its_part(ignore_merges):
+    """tiktoken joins "a" + "bc" into "abc" even though "abc" ranks *below* "bc" (the qwen3_6
+    ranks do this); the converted merges must too (found by the 10M-character campaign)."""
+    ranks = {bytes([b]): b for b in range(256)}
+    ranks[b"abc"] = 256  # ranked before its own right half
+    ranks[b"bc"] = 257
+    doc = convert.tiktoken_to_hf(ranks, TOY_PATTERN, [], ignore_merges=ignore_merges)
+    hf = tokenizers.Tokenizer.from_str(convert.dump_canonical(doc).decode())
+    enc = tiktoken.Encoding("toy", pat_str=TOY_PATTERN, mergeable_ranks=ranks, special_tokens={})
+    for text in ("abcd", "xabc", "abc abcb"):
+        assert hf.encode(text, add_special_tokens=False).ids == enc.encode(text) != []
+    assert enc.encode("abcd") == [256, ord("d")]
