@@ -12,7 +12,8 @@ def test_summarize_percentiles():
     s = timing.summarize([1, 2, 3, 4, 100])
     assert s["n"] == 5 and s["p50"] == 3 and s["p90"] > 4 and s["p99"] > s["p90"]
     assert np.isnan(timing.summarize([])["p50"])
-    assert timing.time_ms(lambda: sum(range(1000))) >= 0
+    value = timing.time_ms(lambda: sum(range(1000)))  # a duration is returned, never asserted on
+    assert isinstance(value, float)
 
 
 def test_cells_are_real_text_cut_at_message_edges(trajectory_archive):
