@@ -12,6 +12,7 @@ import numpy as np
 import tokenizers
 
 from . import artifacts
+from .convert import CHAR_TO_BYTE
 from .errors import TokenizerFileError, UnknownTokenizerError
 from .families import detect_family
 from .families.classes import ClassTable, load_or_probe
@@ -39,8 +40,6 @@ def _token_chars(token: str, model_type: str) -> int:
     a character.  WordPiece continuation tokens drop their ``##``.
     """
     if model_type == "BPE":
-        from .convert import CHAR_TO_BYTE
-
         try:
             raw = bytes(CHAR_TO_BYTE[c] for c in token)
         except KeyError:  # not a byte-level vocabulary: count characters

@@ -41,32 +41,31 @@ def certify_repair(
 
 def summary_rows(result: dict) -> list[dict]:
     """One row per tokenizer: the counts that certify (all mismatch columns must be 0)."""
-    rows = {}
+    rows: dict[str, dict] = {}
+
+    def row(record: dict) -> dict:
+        name = record["tokenizer"]
+        return rows.setdefault(name, {"tokenizer": name, "family": record["family"]})
+
     for o in result["oracle"]:
-        rows.setdefault(
-            o["tokenizer"], {"tokenizer": o["tokenizer"], "family": o["family"]}
-        ).update(
+        row(o).update(
             oracle_pairs=o["claimed_pairs"],
             oracle_trials=o["claimed_trials"],
             oracle_failures=o["claimed_failures"],
             unclaimed_pairs_with_counterexample=o["unclaimed_with_counterexample"],
         )
     for a in result["adversarial"]:
-        rows.setdefault(
-            a["tokenizer"], {"tokenizer": a["tokenizer"], "family": a["family"]}
-        ).update(
+        row(a).update(
             adversarial_scenarios=a["scenarios"],
             adversarial_appends=a["appends"],
             adversarial_edits=a["edits"],
             adversarial_mismatches=a["mismatches"],
         )
     for r in result["replay"]:
-        fw = sum(v for k, v in r["outcomes"].items() if k == "repair: first-window splice")
+        fw = r["outcomes"].get("repair: first-window splice", 0)
         widened = sum(v for k, v in r["outcomes"].items() if k.startswith("repair: splice after"))
         fallbacks = sum(v for k, v in r["outcomes"].items() if "fallback" in k)
-        rows.setdefault(
-            r["tokenizer"], {"tokenizer": r["tokenizer"], "family": r["family"]}
-        ).update(
+        row(r).update(
             replay_sessions=r["sessions"],
             replay_calls=r["calls"],
             replay_chars=r["characters"],
