@@ -28,7 +28,7 @@ def _check(tier, session, text, result):
 def test_append_and_encode_paths(name):
     tier = Tier(name)
     r = tier.encode(PROSE, session="s")
-    assert r.path == "reference" and "miss" in r.reason
+    assert r.path == tier.engine.name and "miss" in r.reason
     text = PROSE
     for delta in [
         "pipe",
@@ -75,10 +75,18 @@ def test_mid_context_edits(name):
     assert tier.stats()["edits"] == 4
 
 
+@pytest.mark.parametrize("name", toktier.known())
+def test_default_engine_is_the_certified_one_where_it_applies(name):
+    tier = Tier(name)
+    expected = "reference" if tier.tokenizer.family == "wordpiece" else "numba-cpu"
+    assert tier.engine.name == expected
+    assert tier.encode(PROSE).path == expected
+
+
 def test_stateless_and_unsupported():
     tier = Tier("llama3")
     r = tier.encode("hello")
-    assert r.path == "reference" and r.reason.startswith("no session")
+    assert r.path == tier.engine.name and r.reason.startswith("no session")
     # an unsupported tokenizer is always encoded in full, and says why
     import json
 
@@ -90,7 +98,7 @@ def test_stateless_and_unsupported():
     u = Tier(toktier.load(path))
     u.encode("abc def", session="u")
     r = u.append("u", " ghi")
-    assert r.path == "reference" and "never repaired" in r.reason
+    assert r.path == u.engine.name == "reference" and "never repaired" in r.reason
     assert r.ids.tolist() == u.tokenizer.reference("abc def ghi")
 
 
@@ -150,7 +158,7 @@ def test_close_and_eviction_are_misses_not_errors():
     tier.encode(PROSE, session="a")
     tier.encode(PROSE, session="b")
     r = tier.encode(PROSE + "x", session="a")
-    assert r.path == "reference" and "miss" in r.reason
+    assert r.path == tier.engine.name and "miss" in r.reason
     assert r.ids.tolist() == tier.tokenizer.reference(PROSE + "x")
     assert tier.close("a") and not tier.close("a")
     assert tier.stats()["evicted"] >= 1
@@ -167,7 +175,7 @@ def test_fallback_is_exact_and_reported():
     tier = Tier("llama3", window=40, max_widenings=0)  # too small to find a certified run
     tier.encode(PROSE, session="s")
     r = tier.append("s", "1234567")
-    assert r.path == "reference" and r.reason.startswith("repair fallback")
+    assert r.path == tier.engine.name and r.reason.startswith("repair fallback")
     assert r.ids.tolist() == tier.tokenizer.reference(PROSE + "1234567")
     assert tier.stats()["fallbacks"] == 1
 

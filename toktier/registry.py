@@ -95,8 +95,22 @@ class Tokenizer:
         return self._hf.encode(check_text(text), add_special_tokens=False)
 
     def encode(self, text: str) -> np.ndarray:
-        """Exact stateless tokenization as a uint32 array (the reference path for now)."""
-        return np.asarray(self.reference(text), dtype=np.uint32)
+        """Exact stateless tokenization as a uint32 array.
+
+        The certified numba engine where the family has one (all cores for long
+        texts), the reference otherwise; both give the reference's IDs.
+        """
+        eng = self.engine
+        if eng is None:
+            return np.asarray(self.reference(text), dtype=np.uint32)
+        return eng.encode_full(check_text(text))[0]
+
+    @property
+    def engine(self):
+        """The shared ``CpuEngine`` of this tokenizer, or None when it stays on the reference."""
+        from .engine.cpu import engine_for
+
+        return engine_for(self)
 
     # --- probed facts ----------------------------------------------------------------
     @property

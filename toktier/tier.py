@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import repair
-from .engine.reference import ReferenceEngine
+from .engine import default_engine
 from .errors import SessionTokenizerMismatchError, UnknownSessionError
 from .registry import Tokenizer, load
 from .store import SessionState, SessionStore
@@ -92,7 +92,11 @@ class Tier:
         self.tokenizer = tokenizer if isinstance(tokenizer, Tokenizer) else load(tokenizer)
         if window < 1 or max_widenings < 0:
             raise ValueError("window must be >= 1 and max_widenings >= 0")
-        self.engine = engine if engine is not None else ReferenceEngine(self.tokenizer)
+        # The window engine (repair) and the full path: the certified numba engine where the
+        # family has one, else the reference.  Compiling happens here, never in a request.
+        self.engine = engine if engine is not None else default_engine(self.tokenizer)
+        self.engine_warmup_s = self.engine.warmup() if hasattr(self.engine, "warmup") else 0.0
+        self._encode_full = getattr(self.engine, "encode_full", self.engine.encode)
         self.store = store if store is not None else SessionStore(ttl_s=ttl_s, max_bytes=max_bytes)
         self.window = window
         self.max_widenings = max_widenings
@@ -108,7 +112,7 @@ class Tier:
     def encode(self, text: str, session: str | None = None) -> Result:
         check_text(text)
         if session is None:
-            ids, _, _ = self.engine.encode(text)
+            ids, _, _ = self._encode_full(text)
             self._count("requests", "full", "stateless")
             return Result(ids, self.engine.name, "no session id: full encode")
         self._check_session_id(session)
@@ -254,7 +258,7 @@ class Tier:
         )
 
     def _seed(self, session, text, reason, *, count=True) -> Result:
-        ids, starts, ends = self.engine.encode(text)
+        ids, starts, ends = self._encode_full(text)
         new = SessionState(session, self.tokenizer.sha256)
         new.commit_full(ids, starts, ends, text)
         self.store.put(new)

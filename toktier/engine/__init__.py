@@ -1,5 +1,20 @@
-"""Exact engines.  Each has ``name`` and ``encode(text) -> (ids, starts, ends)`` numpy arrays."""
+"""Exact engines.  Each has ``name``, ``encode(text) -> (ids, starts, ends)`` numpy arrays
+(single thread: repair windows) and ``encode_full(text)`` (the full path, may use every core).
+
+- ``reference``: HF tokenizers itself (every family; WordPiece and unsupported stay here);
+- ``cpu``: toktier's numba engine for the byte-level BPE families, certified against the
+  reference (``toktier certify-engine``), the default wherever it applies.
+"""
 
 from .reference import ReferenceEngine
 
-__all__ = ["ReferenceEngine"]
+
+def default_engine(tok):
+    """The certified numba engine for ``tok`` when its family has one, else the reference."""
+    from .cpu import engine_for
+
+    eng = engine_for(tok)
+    return eng if eng is not None else ReferenceEngine(tok)
+
+
+__all__ = ["ReferenceEngine", "default_engine"]

@@ -22,3 +22,8 @@ class ReferenceEngine:
             return ids, empty, empty.copy()
         off = np.asarray(enc.offsets, dtype=np.int64)
         return ids, off[:, 0].copy(), off[:, 1].copy()
+
+    encode_full = encode  # the reference is serial: same call for windows and full texts
+
+    def warmup(self) -> float:
+        return 0.0

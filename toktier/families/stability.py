@@ -216,3 +216,23 @@ def class_map(family: str, table: ClassTable, normalizer=None) -> np.ndarray:
 
 def nfc_unsafe_mask(table: ClassTable) -> np.ndarray:
     return (table.bits & NFC_UNSAFE) > 0
+
+
+def cut_matrix(family: str) -> np.ndarray:
+    """Stable pairs at which a text may be *cut* into independently encoded parts.
+
+    Repair splices cached records computed with the old right context; a cut
+    encodes the left part with *no* right context at all (end of input).  That
+    is the same for every stable pair except where the left class is whitespace:
+    ``\\s+(?!\\S)`` keeps a trailing whitespace run whole at the end of input but
+    hands its last character to a following non-space (found by the engine's
+    certification: ``"\\t 1"`` vs ``"\\t "``).  deepseek is exempt: its first two
+    Split stages already end the third stage's input right before a number or CJK.
+    """
+    r = rules(family)
+    if r is None:
+        raise ValueError(f"family {family!r} has no boundary rules")
+    m = r.stable.copy()
+    if family != "deepseek" and "WS" in r.class_names:
+        m[r.class_names.index("WS"), :] = False
+    return m

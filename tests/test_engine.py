@@ -1,0 +1,177 @@
+"""The numba CPU engine: split level and ID level equal to the reference, spans included."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import toktier
+from toktier.campaigns import corpus, engine_campaign
+from toktier.engine import default_engine, jit
+from toktier.engine.cpu import CpuEngine, engine_for
+from toktier.engine.tables import EngineTables, EngineUnsupported, bytes_hash
+from toktier.errors import InvalidTextError
+
+BYTE_BPE = ["llama3", "deepseek-v4", "qwen3", "qwen3.6", "gpt-oss", "cl100k"]
+
+
+@pytest.fixture(scope="module", params=BYTE_BPE)
+def engine(request):
+    eng = engine_for(toktier.load(request.param))
+    eng.warmup()
+    return eng
+
+
+def _assert_exact(eng, text, parallel=False):
+    tok = eng.tokenizer
+    ref = tok.hf.encode(text, add_special_tokens=False)
+    ids, starts, ends = (
+        eng.encode_parallel(text, threads=2, min_chars=0) if parallel else eng.encode(text)
+    )
+    assert ids.dtype == np.uint32 and starts.dtype == np.int64
+    assert ids.tolist() == ref.ids
+    assert list(zip(starts.tolist(), ends.tolist(), strict=True)) == ref.offsets
+
+
+def _assert_split(eng, text):
+    ref = [b for _p, (_a, b) in eng.tokenizer.hf.pre_tokenizer.pre_tokenize_str(text)]
+    assert eng.split(text)[1].tolist() == ref
+
+
+def _fragments(tok):
+    reps = engine_campaign.class_representatives(tok)
+    lits = [t.content for t in tok.added_tokens[:8] if t.content]
+    words = ["don't", "I'VE", "x'ſ", "CamelCase", "12345", "  ", "\r\n", "\n\n  ", "\t", "éé"]
+    return st.sampled_from(reps + lits + words) | st.text(max_size=4)
+
+
+@pytest.mark.parametrize("name", BYTE_BPE)
+def test_adversarial_text_split_and_ids(name):
+    tok = toktier.load(name)
+    eng = engine_for(tok)
+
+    @given(st.lists(_fragments(tok), max_size=24).map("".join))
+    def prop(text):
+        _assert_split(eng, text)
+        _assert_exact(eng, text)
+
+    prop()
+
+
+def test_real_text_and_parallel_cuts(engine, trajectory_archive):
+    docs = []
+    for d in corpus.trajectory_documents(trajectory_archive):
+        docs.append(d)
+        if sum(map(len, docs)) > 150_000:
+            break
+    text = "".join(docs)
+    _assert_split(engine, text[:20_000])
+    _assert_exact(engine, text)
+    _assert_exact(engine, text, parallel=True)
+    # every cut the parallel encode may take is proven with the reference alone
+    cuts = engine.certified_cuts(text[:3000])
+    assert len(cuts) > 10
+    enc = engine.tokenizer.hf.encode
+    full = enc(text[:3000], add_special_tokens=False).ids
+    for p in random.Random(0).sample(cuts.tolist(), 10):
+        left = enc(text[:p], add_special_tokens=False).ids
+        right = enc(text[p:3000], add_special_tokens=False).ids
+        assert left + right == full
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "a",
+        " " * 5000 + "x",  # one long piece: the heap BPE
+        "a" * 3001,
+        "\n" * 700 + "\t \t" * 300,
+        "1234567890" * 50,
+        "😀" * 400,
+        "x\t 1",  # whitespace before a number: not a cut (the end-of-input lookahead)
+        "it's 'S 'ſ'LL don'T",
+    ],
+)
+def test_edge_shapes(engine, text):
+    _assert_split(engine, text)
+    _assert_exact(engine, text)
+    _assert_exact(engine, text * 30, parallel=True)
+
+
+def test_added_tokens_leftmost_longest(engine):
+    tok = engine.tokenizer
+    lits = [t.content for t in tok.added_tokens if t.content][:6]
+    text = "".join(f"x{lit}{lit} y{lit[:-1]}z" for lit in lits) + lits[0]
+    _assert_exact(engine, text)
+
+
+def test_nfc_fallback_is_exact():
+    tok = toktier.load("qwen3")
+    eng = engine_for(tok)
+    text = "Cafe\u0301 \u212b \u0958\t 𐄇 " * 20 + "plain ascii tail " * 50
+    _assert_exact(eng, text)
+    _assert_exact(eng, text * 20, parallel=True)
+
+
+def test_deepseek_normalized_literals():
+    tok = toktier.load("deepseek-v4")
+    normed = [t.content for t in tok.added_tokens if t.normalized and t.content][:5]
+    raw = [t.content for t in tok.added_tokens if not t.normalized and t.content][:5]
+    assert normed and raw
+    _assert_exact(engine_for(tok), " ".join(normed + raw + normed[::-1]) + normed[0] + raw[0])
+
+
+def test_tables_reproduce_the_merges():
+    tok = toktier.load("llama3")
+    t = EngineTables.build(tok)
+    import json
+
+    model = json.loads(tok.path.read_text())["model"]
+    vocab = model["vocab"]
+    from toktier.engine.cpu import RULES
+
+    for r in random.Random(1).sample(range(len(model["merges"])), 200):
+        m = model["merges"][r]
+        a, b = m.split(" ", 1) if isinstance(m, str) else m
+        slot = RULES.pair_slot(t.pair_keys, vocab[a], vocab[b])
+        assert t.pair_ranks[slot] == r and t.pair_merged[slot] == vocab[a + b]
+    assert bytes_hash(b"abc") != bytes_hash(b"acb")
+
+
+def test_unsupported_families_stay_on_the_reference():
+    bert = toktier.load("bert-uncased")
+    assert engine_for(bert) is None
+    assert default_engine(bert).name == "reference"
+    with pytest.raises(EngineUnsupported):
+        CpuEngine(bert)
+    assert bert.encode("Hello there").tolist() == bert.reference("Hello there")
+
+
+def test_tokenizer_encode_uses_the_engine():
+    tok = toktier.load("gpt-oss")
+    assert tok.engine is not None and tok.engine.name == "numba-cpu"
+    text = "Tokenizers ship bugs; toktier ships certificates. " * 3000
+    assert tok.encode(text).tolist() == tok.reference(text)
+
+
+def test_bad_input(engine):
+    with pytest.raises(InvalidTextError, match="lone surrogate"):
+        engine.encode("ok \ud800 no")
+    with pytest.raises(TypeError):
+        engine.encode(b"bytes")
+
+
+def test_compiled_code_cache_is_keyed_by_source(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    key = jit.source_key()
+    assert jit.cache_dir() == tmp_path / f"engine-{key}"
+    assert len(key) == 16
+
+
+def test_warmup_reports_compile_time(engine):
+    assert engine.warmup() >= 0 and engine.compile_seconds is not None

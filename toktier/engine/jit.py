@@ -1,0 +1,43 @@
+"""Where compiled engine code is cached, and why it is keyed by the engine's source.
+
+numba's on-disk cache checks only the timestamp of the file that defines each
+function.  The engine's compiled entry points (``cpu.py``) embed the rules of
+``rules.py``; after an edit of ``rules.py`` alone numba would happily load a
+stale ``cpu.py`` binary.  So the cache directory is keyed by a hash of every
+engine source file: a change anywhere compiles afresh, never reuses old code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import numba
+
+from .. import paths
+
+ENGINE_SOURCES = ("rules.py", "cpu.py", "jit.py")
+
+
+def source_key() -> str:
+    here = Path(__file__).resolve().parent
+    h = hashlib.sha256(numba.__version__.encode())
+    for name in ENGINE_SOURCES:
+        h.update((here / name).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def cache_dir() -> Path:
+    """``$NUMBA_CACHE_DIR`` (or the data home) / engine-<source hash>."""
+    root = os.environ.get("NUMBA_CACHE_DIR")
+    base = Path(root) if root else paths.data_home() / "numba-cache"
+    return base / f"engine-{source_key()}"
+
+
+def use_engine_cache() -> Path:
+    """Point numba's cache at ``cache_dir()``; call before the engine's functions are decorated."""
+    path = cache_dir()
+    path.mkdir(parents=True, exist_ok=True)
+    numba.config.CACHE_DIR = str(path)
+    return path

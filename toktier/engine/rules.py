@@ -1,0 +1,686 @@
+"""The engine's rules, written once as plain functions over integer arrays.
+
+``make(jit)`` returns the rule functions compiled by ``jit``: ``numba.njit`` for
+the CPU engine, ``numba.cuda.jit(device=True)`` for GPU kernels (and the CUDA
+simulator in CI).  Nothing here allocates, raises or touches Python objects, so
+the same source compiles for both targets.
+
+Inputs shared by all rules:
+
+- ``cps``: uint32 code points of the text; ``fl``: uint16 class bits per
+  character (``families.classes`` bits gathered by code point, probed from the
+  reference); ``fold``: uint8 per code point, the ASCII letter a character
+  matches under the reference regex's case-insensitive mode (0 if none).
+- a segment ``[lo, hi)``: an added-token literal (or a stage cut) ends the
+  regex's input, exactly as the reference splits before pre-tokenizing.
+
+Pre-tokenization (``*_next``): from a piece start ``i`` each family's matcher
+returns the end of the piece the reference regex matches there, trying the
+pattern's alternatives in order with the backtracking the regex engine would do
+(derivations in the comments; ``families.patterns`` holds the patterns).  Each
+alternative consumes maximal class runs, so a piece is a run or a run plus one
+leading character: the run decomposition of the paper, evaluated left to right.
+
+BPE (``bpe_piece``): byte-level merges by lowest rank, leftmost first; an
+O(L^2) rank-array loop for short pieces and an O(L log L) heap for long ones.
+"""
+
+from __future__ import annotations
+
+# Class bits (must equal families.classes.CLASS_BITS).
+B_L = 1
+B_N = 2
+B_M = 4
+B_LU = 8
+B_LT = 16
+B_LL = 32
+B_LM = 64
+B_LO = 128
+B_P = 256
+B_S = 512
+B_WS = 1024
+
+# Family codes.
+F_CL100K = 0  # \p{N}{1,3}
+F_QWEN = 1  # \p{N}
+F_QWEN_LM = 2  # \p{N}, marks inside letter runs
+F_O200K = 3
+F_DEEPSEEK = 4
+
+EMPTY_KEY = -1
+CACHE_SLOTS = 16384  # direct-mapped piece cache on the CPU (rows; any power of two works)
+CACHE_MAX_BYTES = 16  # pieces up to this long are cached (two packed words)
+CACHE_COLS = 4 + CACHE_MAX_BYTES  # len, word0, word1, count, ids...
+SMALL_PIECE = 24  # bytes: at or below, the rank-array loop beats the heap
+NO_RANK = (1 << 31) - 1
+
+
+def make(jit):
+    """Compile the rules with ``jit``; returns a namespace object of compiled functions."""
+
+    # --- small helpers ----------------------------------------------------------------
+    @jit
+    def is_crlf(c):
+        return c == 10 or c == 13
+
+    @jit
+    def run_with(fl, i, hi, mask):
+        """End of the run of characters having any bit of ``mask``, from ``i``."""
+        while i < hi and (fl[i] & mask) != 0:
+            i += 1
+        return i
+
+    @jit
+    def run_without(fl, i, hi, mask):
+        """End of the run of characters having no bit of ``mask``, from ``i``."""
+        while i < hi and (fl[i] & mask) == 0:
+            i += 1
+        return i
+
+    @jit
+    def crlf_tail(cps, j, hi, slash):
+        """``[\\r\\n]*`` (or ``[\\r\\n/]*`` for o200k) after a punctuation run."""
+        while j < hi and (cps[j] == 10 or cps[j] == 13 or (slash and cps[j] == 47)):
+            j += 1
+        return j
+
+    @jit
+    def contraction(cps, fold, j, hi):
+        """``(?i:'s|'t|'re|'ve|'m|'ll|'d)`` at ``j``: its end, or -1."""
+        if j + 1 >= hi or cps[j] != 39:
+            return -1
+        a = fold[cps[j + 1]]
+        if a == 115 or a == 116 or a == 109 or a == 100:  # s t m d
+            return j + 2
+        if j + 2 < hi:
+            b = fold[cps[j + 2]]
+            if (a == 114 and b == 101) or (a == 118 and b == 101) or (a == 108 and b == 108):
+                return j + 3  # re ve ll
+        return -1
+
+    @jit
+    def whitespace_piece(cps, fl, i, hi):
+        """``\\s*[\\r\\n]+ | \\s+(?!\\S) | \\s+`` at a whitespace character ``i``.
+
+        ``\\s*[\\r\\n]+`` backtracks to the last CR/LF of the whitespace run; else
+        ``\\s+(?!\\S)`` takes the run (at the end of input) or all but its last
+        character (which then starts the next piece); else the lone character.
+        """
+        e = run_with(fl, i, hi, B_WS)
+        k = e - 1
+        while k >= i:
+            if cps[k] == 10 or cps[k] == 13:
+                return k + 1
+            k -= 1
+        if e == hi:
+            return e
+        if e - 1 > i:
+            return e - 1
+        return e
+
+    # --- cl100k lineage (llama3, cl100k, qwen3, qwen3.6) --------------------------------
+    @jit
+    def cl_next(cps, fl, fold, i, hi, dmax, marks_in_letters):
+        """(?i:'s|...)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,dmax}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|ws."""
+        c = cps[i]
+        f = fl[i]
+        if c == 39:
+            e = contraction(cps, fold, i, hi)
+            if e >= 0:
+                return e
+        letter = B_L
+        other = B_WS | B_L | B_N
+        if marks_in_letters:
+            letter = B_L | B_M
+            other = B_WS | B_L | B_N | B_M
+        if (f & letter) != 0:
+            # With or without the optional leading character the run ends at the same place.
+            return run_with(fl, i, hi, letter)
+        if not is_crlf(c) and (f & (B_L | B_N)) == 0 and i + 1 < hi and (fl[i + 1] & letter) != 0:
+            return run_with(fl, i + 1, hi, letter)
+        if (f & B_N) != 0:
+            j = i + 1
+            while j < hi and j - i < dmax and (fl[j] & B_N) != 0:
+                j += 1
+            return j
+        if c == 32 and i + 1 < hi and (fl[i + 1] & other) == 0:
+            return crlf_tail(cps, run_without(fl, i + 1, hi, other), hi, False)
+        if (f & other) == 0:
+            return crlf_tail(cps, run_without(fl, i, hi, other), hi, False)
+        return whitespace_piece(cps, fl, i, hi)
+
+    # --- o200k (gpt-oss) ----------------------------------------------------------------
+    @jit
+    def o200k_words(cps, fl, fold, i, hi):
+        """``[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(contraction)?`` at i.
+
+        The star is greedy; if no lowercase letter follows it, backtracking hands
+        the star's last Lm/Lo/M character to the plus (the only characters both
+        classes share).  Returns the end, or -1.
+        """
+        upperish = B_LU | B_LT | B_LM | B_LO | B_M
+        lowerish = B_LL | B_LM | B_LO | B_M
+        shared = B_LM | B_LO | B_M
+        e = run_with(fl, i, hi, upperish)
+        if e < hi and (fl[e] & B_LL) != 0:
+            j = run_with(fl, e, hi, lowerish)
+        else:
+            k = e - 1
+            while k >= i and (fl[k] & shared) == 0:
+                k -= 1
+            if k < i:
+                return -1
+            j = k + 1
+        t = contraction(cps, fold, j, hi)
+        return t if t >= 0 else j
+
+    @jit
+    def o200k_caps(cps, fl, fold, i, hi):
+        """``[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(contraction)?`` at i."""
+        e = run_with(fl, i, hi, B_LU | B_LT | B_LM | B_LO | B_M)
+        if e == i:
+            return -1
+        j = run_with(fl, e, hi, B_LL | B_LM | B_LO | B_M)
+        t = contraction(cps, fold, j, hi)
+        return t if t >= 0 else j
+
+    @jit
+    def o200k_next(cps, fl, fold, i, hi):
+        c = cps[i]
+        f = fl[i]
+        lead = not is_crlf(c) and (f & (B_L | B_N)) == 0  # may be the optional leading char
+        if lead:
+            e = o200k_words(cps, fl, fold, i + 1, hi)
+            if e >= 0:
+                return e
+        e = o200k_words(cps, fl, fold, i, hi)
+        if e >= 0:
+            return e
+        if lead:
+            e = o200k_caps(cps, fl, fold, i + 1, hi)
+            if e >= 0:
+                return e
+        e = o200k_caps(cps, fl, fold, i, hi)
+        if e >= 0:
+            return e
+        if (f & B_N) != 0:
+            j = i + 1
+            while j < hi and j - i < 3 and (fl[j] & B_N) != 0:
+                j += 1
+            return j
+        other = B_WS | B_L | B_N
+        if c == 32 and i + 1 < hi and (fl[i + 1] & other) == 0:
+            return crlf_tail(cps, run_without(fl, i + 1, hi, other), hi, True)
+        if (f & other) == 0:
+            return crlf_tail(cps, run_without(fl, i, hi, other), hi, True)
+        return whitespace_piece(cps, fl, i, hi)
+
+    # --- deepseek stage 3 -----------------------------------------------------------------
+    @jit
+    def is_ascii_punct(c):
+        return (33 <= c <= 47) or (58 <= c <= 64) or (91 <= c <= 96) or (123 <= c <= 126)
+
+    @jit
+    def is_ascii_letter(c):
+        return (65 <= c <= 90) or (97 <= c <= 122)
+
+    @jit
+    def is_deepseek_cjk(c):
+        return (0x4E00 <= c <= 0x9FA5) or (0x3040 <= c <= 0x309F) or (0x30A0 <= c <= 0x30FF)
+
+    @jit
+    def deepseek_match(cps, fl, i, hi):
+        """The third Split regex at ``i``: the match end, or -1 when none starts here."""
+        c = cps[i]
+        f = fl[i]
+        if is_ascii_punct(c) and i + 1 < hi and is_ascii_letter(cps[i + 1]):
+            j = i + 2
+            while j < hi and is_ascii_letter(cps[j]):
+                j += 1
+            return j
+        lm = B_L | B_M
+        if (f & lm) != 0:
+            return run_with(fl, i, hi, lm)
+        if not is_crlf(c) and (f & (B_L | B_P | B_S)) == 0 and i + 1 < hi and (fl[i + 1] & lm) != 0:
+            return run_with(fl, i + 1, hi, lm)
+        ps = B_P | B_S
+        if c == 32 and i + 1 < hi and (fl[i + 1] & ps) != 0:
+            return crlf_tail(cps, run_with(fl, i + 1, hi, ps), hi, False)
+        if (f & ps) != 0:
+            return crlf_tail(cps, run_with(fl, i, hi, ps), hi, False)
+        if (f & B_WS) != 0:
+            return whitespace_piece(cps, fl, i, hi)
+        return -1
+
+    @jit
+    def deepseek_stage3(cps, fl, lo, hi, ends, n):
+        """Pieces of one stage-3 input: matches, and the unmatched stretches between them."""
+        i = lo
+        while i < hi:
+            e = deepseek_match(cps, fl, i, hi)
+            if e < 0:
+                e = i + 1
+                while e < hi and deepseek_match(cps, fl, e, hi) < 0:
+                    e += 1
+            ends[n] = e
+            n += 1
+            i = e
+        return n
+
+    @jit
+    def deepseek_stage2(cps, fl, lo, hi, ends, n):
+        """Isolate CJK runs, then stage 3 on every resulting piece."""
+        i = lo
+        while i < hi:
+            j = i + 1
+            cjk = is_deepseek_cjk(cps[i])
+            while j < hi and is_deepseek_cjk(cps[j]) == cjk:
+                j += 1
+            n = deepseek_stage3(cps, fl, i, j, ends, n)
+            i = j
+        return n
+
+    @jit
+    def deepseek_segment(cps, fl, lo, hi, ends, n):
+        """Stage 1 isolates ``\\p{N}{1,3}`` (groups counted from each digit run's start)."""
+        i = lo
+        while i < hi:
+            if (fl[i] & B_N) != 0:
+                r = run_with(fl, i, hi, B_N)
+                while i < r:
+                    g = min(i + 3, r)
+                    n = deepseek_stage2(cps, fl, i, g, ends, n)
+                    i = g
+            else:
+                j = run_without(fl, i, hi, B_N)
+                n = deepseek_stage2(cps, fl, i, j, ends, n)
+                i = j
+        return n
+
+    # --- one pre-tokenizer input ----------------------------------------------------------
+    @jit
+    def pretokenize_segment(cps, fl, fold, lo, hi, family, ends, n):
+        """Append the ends of the pieces of ``[lo, hi)`` to ``ends[n:]``; returns the new n."""
+        if family == F_DEEPSEEK:
+            return deepseek_segment(cps, fl, lo, hi, ends, n)
+        i = lo
+        while i < hi:
+            if family == F_O200K:
+                e = o200k_next(cps, fl, fold, i, hi)
+            elif family == F_CL100K:
+                e = cl_next(cps, fl, fold, i, hi, 3, False)
+            elif family == F_QWEN:
+                e = cl_next(cps, fl, fold, i, hi, 1, False)
+            else:
+                e = cl_next(cps, fl, fold, i, hi, 1, True)
+            ends[n] = e
+            n += 1
+            i = e
+        return n
+
+    # --- hash tables ----------------------------------------------------------------------
+    @jit
+    def pair_slot(keys, left, right):
+        """Slot of the pair (left, right) in the open-addressing pair table, or -1."""
+        key = (int(left) << 32) | int(right)  # int(): no narrow-dtype overflow (simulator)
+        mask = keys.size - 1
+        h = ((key * 0x9E3779B1) >> 20) & mask  # tables.build_pair_table hashes the same way
+        while True:
+            k = keys[h]
+            if k == key:
+                return h
+            if k == EMPTY_KEY:
+                return -1
+            h = (h + 1) & mask
+
+    @jit
+    def pair_rank(keys, ranks, left, right):
+        s = pair_slot(keys, left, right)
+        return NO_RANK if s < 0 else ranks[s]
+
+    @jit
+    def vocab_lookup(u8, b0, b1, vkeys, vids, pool, pool_off):
+        """Token id whose bytes are exactly ``u8[b0:b1]``, or -1 (hash: ``tables.bytes_hash``)."""
+        h = 0
+        for k in range(b0, b1):
+            h = (h * 1000003 + int(u8[k]) + 1) & 0x7FFFFFFFFFF
+        mask = vkeys.size - 1
+        s = ((h * 0x9E3779B1) >> 11) & mask
+        while True:
+            t = vids[s]
+            if t < 0:
+                return -1
+            if vkeys[s] == h:
+                a = pool_off[t]
+                if pool_off[t + 1] - a == b1 - b0:
+                    same = True
+                    for q in range(b1 - b0):
+                        if pool[a + q] != u8[b0 + q]:
+                            same = False
+                            break
+                    if same:
+                        return t
+            s = (s + 1) & mask
+
+    # --- BPE ------------------------------------------------------------------------------
+    @jit
+    def bpe_small(sym, rank, n, keys, ranks, merged):
+        """Merge ``sym[:n]`` in place (rank array, linear min search); returns the new length."""
+        for k in range(n - 1):
+            rank[k] = pair_rank(keys, ranks, sym[k], sym[k + 1])
+        while n > 1:
+            best = 0
+            for k in range(1, n - 1):
+                if rank[k] < rank[best]:
+                    best = k
+            if rank[best] == NO_RANK:
+                break
+            sym[best] = merged[pair_slot(keys, sym[best], sym[best + 1])]
+            for k in range(best + 1, n - 1):
+                sym[k] = sym[k + 1]
+                rank[k] = rank[k + 1]
+            n -= 1
+            if best + 1 < n:
+                rank[best] = pair_rank(keys, ranks, sym[best], sym[best + 1])
+            else:
+                rank[best] = NO_RANK
+            if best > 0:
+                rank[best - 1] = pair_rank(keys, ranks, sym[best - 1], sym[best])
+        return n
+
+    @jit
+    def heap_push(heap, size, key):
+        k = size
+        heap[k] = key
+        while k > 0:
+            p = (k - 1) >> 1
+            if heap[p] <= heap[k]:
+                break
+            t = heap[p]
+            heap[p] = heap[k]
+            heap[k] = t
+            k = p
+        return size + 1
+
+    @jit
+    def heap_pop(heap, size):
+        """Remove the minimum (returned by the caller from heap[0] before); returns the new size."""
+        size -= 1
+        heap[0] = heap[size]
+        k = 0
+        while True:
+            a = 2 * k + 1
+            if a >= size:
+                break
+            b = a + 1
+            m = b if b < size and heap[b] < heap[a] else a
+            if heap[k] <= heap[m]:
+                break
+            t = heap[m]
+            heap[m] = heap[k]
+            heap[k] = t
+            k = m
+        return size
+
+    @jit
+    def bpe_large(sym, nxt, prv, heap, n, keys, ranks, merged):
+        """O(L log L) merges: a linked list of symbols and a heap of (rank, position) keys.
+
+        Entries go stale when a neighbour merges; a popped entry is used only if
+        its position is still alive and its pair still has the recorded rank (a
+        rank names one pair).  Returns the new length after compacting ``sym``.
+        """
+        size = 0
+        for k in range(n):
+            nxt[k] = k + 1 if k + 1 < n else -1
+            prv[k] = k - 1
+        for k in range(n - 1):
+            r = pair_rank(keys, ranks, sym[k], sym[k + 1])
+            if r != NO_RANK:
+                size = heap_push(heap, size, (r << 32) | k)
+        while size > 0:
+            top = heap[0]
+            size = heap_pop(heap, size)
+            r = top >> 32
+            k = top & 0xFFFFFFFF
+            if sym[k] < 0 or nxt[k] < 0:
+                continue
+            j = nxt[k]
+            if pair_rank(keys, ranks, sym[k], sym[j]) != r:
+                continue
+            sym[k] = merged[pair_slot(keys, sym[k], sym[j])]
+            sym[j] = -1
+            nj = nxt[j]
+            nxt[k] = nj
+            if nj >= 0:
+                prv[nj] = k
+                r2 = pair_rank(keys, ranks, sym[k], sym[nj])
+                if r2 != NO_RANK:
+                    size = heap_push(heap, size, (r2 << 32) | k)
+            p = prv[k]
+            if p >= 0:
+                r2 = pair_rank(keys, ranks, sym[p], sym[k])
+                if r2 != NO_RANK:
+                    size = heap_push(heap, size, (r2 << 32) | p)
+        m = 0
+        for k in range(n):
+            if sym[k] >= 0:
+                sym[m] = sym[k]
+                m += 1
+        return m
+
+    @jit
+    def cache_slot(u8, b0, b1, slots):
+        """Pack a short piece's bytes into two words; returns (slot, word0, word1).
+
+        ``slots`` (a power of two) is the cache's row count: each target sizes its own.
+        """
+        w0 = 0
+        w1 = 0
+        for k in range(b0, b1):
+            d = k - b0
+            if d < 8:
+                w0 = w0 | (int(u8[k]) << (8 * d))
+            else:
+                w1 = w1 | (int(u8[k]) << (8 * (d - 8)))
+        h = (w0 * 0x9E3779B1) ^ (w1 * 0x85EBCA77) ^ (b1 - b0)
+        return ((h >> 12) ^ h) & (slots - 1), w0, w1
+
+    @jit
+    def bpe_piece(u8, b0, b1, byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off,
+                  ignore_merges, sym, rank, nxt, prv, heap, cache, out, n_out):  # fmt: skip
+        """Encode the bytes ``u8[b0:b1]`` of one piece; append ids to ``out``; returns n_out.
+
+        Short pieces go through a direct-mapped cache whose key is the piece's exact
+        bytes (packed), so a hit returns exactly what the merges would.
+        """
+        length = b1 - b0
+        if length == 1:
+            out[n_out] = byte_ids[u8[b0]]
+            return n_out + 1
+        cacheable = length <= CACHE_MAX_BYTES
+        slot = 0
+        w0 = 0
+        w1 = 0
+        if cacheable:
+            slot, w0, w1 = cache_slot(u8, b0, b1, cache.shape[0])
+            if cache[slot, 0] == length and cache[slot, 1] == w0 and cache[slot, 2] == w1:
+                c = cache[slot, 3]
+                for k in range(c):
+                    out[n_out + k] = cache[slot, 4 + k]
+                return n_out + c
+        m = bpe_uncached(u8, b0, b1, byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off,
+                         ignore_merges, sym, rank, nxt, prv, heap, out, n_out)  # fmt: skip
+        if cacheable:
+            cache[slot, 0] = length
+            cache[slot, 1] = w0
+            cache[slot, 2] = w1
+            cache[slot, 3] = m - n_out
+            for k in range(m - n_out):
+                cache[slot, 4 + k] = out[n_out + k]
+        return m
+
+    @jit
+    def bpe_uncached(u8, b0, b1, byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off,
+                     ignore_merges, sym, rank, nxt, prv, heap, out, n_out):  # fmt: skip
+        length = b1 - b0
+        if ignore_merges:
+            t = vocab_lookup(u8, b0, b1, vkeys, vids, pool, pool_off)
+            if t >= 0:
+                out[n_out] = t
+                return n_out + 1
+        for k in range(length):
+            sym[k] = byte_ids[u8[b0 + k]]
+        if length <= SMALL_PIECE:
+            m = bpe_small(sym, rank, length, keys, ranks, merged)
+        else:
+            m = bpe_large(sym, nxt, prv, heap, length, keys, ranks, merged)
+        for k in range(m):
+            out[n_out + k] = sym[k]
+        return n_out + m
+
+    # --- added tokens ------------------------------------------------------------------------
+    @jit
+    def literal_at(cps, i, hi, first, tkeys, tchild, term):
+        """Longest literal of the trie starting at ``i`` (ending <= hi): (end, id) or (-1, -1)."""
+        if first[cps[i]] == 0:
+            return -1, -1
+        node = 0
+        j = i
+        best_e = -1
+        best_id = -1
+        while j < hi:
+            s = pair_slot(tkeys, node, cps[j])
+            if s < 0:
+                break
+            node = tchild[s]
+            j += 1
+            if term[node] >= 0:
+                best_e = j
+                best_id = term[node]
+        return best_e, best_id
+
+    @jit
+    def literal_scan(cps, lo, hi, first, tkeys, tchild, term, ls, le, lid, n):
+        """Leftmost-longest literal occurrences in ``[lo, hi)`` appended to (ls, le, lid)."""
+        i = lo
+        while i < hi:
+            if first[cps[i]] == 0:
+                i += 1
+                continue
+            e, t = literal_at(cps, i, hi, first, tkeys, tchild, term)
+            if e > 0:
+                ls[n] = i
+                le[n] = e
+                lid[n] = t
+                n += 1
+                i = e
+            else:
+                i += 1
+        return n
+
+    # --- one range of text: literals, pieces, BPE, spans -------------------------------------
+    @jit
+    def emit_piece(u8, char_start, ps, pe, byte_ids, keys, ranks, merged, vkeys, vids, pool,
+                   pool_off, ignore_merges, nbytes, sym, rank, nxt, prv, heap, cache,
+                   out_ids, out_s, out_e, n):  # fmt: skip
+        """BPE one piece (characters ``[ps, pe)``) and record each token's character span.
+
+        A token's span runs from the character holding its first byte to the one
+        holding its last byte (a token may cut a character: both halves get it).
+        """
+        b = char_start[ps]
+        m = bpe_piece(u8, b, char_start[pe], byte_ids, keys, ranks, merged, vkeys, vids, pool,
+                      pool_off, ignore_merges, sym, rank, nxt, prv, heap, cache, out_ids, n)  # fmt: skip
+        ci = ps
+        cj = ps
+        for t in range(n, m):
+            last = b + nbytes[out_ids[t]] - 1
+            while char_start[ci + 1] <= b:
+                ci += 1
+            while char_start[cj + 1] <= last:
+                cj += 1
+            out_s[t] = ci
+            out_e[t] = cj + 1
+            b = last + 1
+        return m
+
+    @jit
+    def encode_range(c0, c1, cps, fl, fold, family, u8, char_start, ls, le, lid, lit0, nlit,
+                     byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off, ignore_merges,
+                     nbytes, ends, sym, rank, nxt, prv, heap, cache, out_ids, out_s, out_e, n):  # fmt: skip
+        """Tokens of characters ``[c0, c1)``: literals ``lit0..`` inside it, pieces between them.
+
+        ``[c0, c1)`` must start and end at certified cuts (or the text's ends).
+        Workspaces: ``ends`` >= c1 - c0 entries, ``sym``/``rank``/``nxt``/``prv`` >=
+        the range's bytes, ``heap`` >= 3x that, ``cache`` int64[CACHE_SLOTS, CACHE_COLS]
+        (zeroed or carried over from earlier calls of the same tokenizer).  Returns the
+        new token count.
+        """
+        k = lit0
+        pos = c0
+        while pos < c1:
+            seg_end = c1
+            if k < nlit and ls[k] < c1:
+                seg_end = ls[k]
+            if seg_end > pos:
+                np_ = pretokenize_segment(cps, fl, fold, pos, seg_end, family, ends, 0)
+                ps = pos
+                for q in range(np_):
+                    pe = ends[q]
+                    n = emit_piece(u8, char_start, ps, pe, byte_ids, keys, ranks, merged, vkeys,
+                                   vids, pool, pool_off, ignore_merges, nbytes, sym, rank, nxt,
+                                   prv, heap, cache, out_ids, out_s, out_e, n)  # fmt: skip
+                    ps = pe
+            if seg_end < c1:
+                out_ids[n] = lid[k]
+                out_s[n] = ls[k]
+                out_e[n] = le[k]
+                n += 1
+                pos = le[k]
+                k += 1
+            else:
+                pos = c1
+        return n
+
+    # --- UTF-8 ------------------------------------------------------------------------------
+    @jit
+    def utf8_decode(u8, cps, char_start):
+        """Decode valid UTF-8 ``u8`` into code points; ``char_start[i]`` = byte offset of char i."""
+        n = 0
+        b = 0
+        nb = u8.size
+        while b < nb:
+            x = int(u8[b])
+            char_start[n] = b
+            if x < 0x80:
+                cps[n] = x
+                b += 1
+            elif x < 0xE0:
+                cps[n] = ((x & 0x1F) << 6) | (int(u8[b + 1]) & 0x3F)
+                b += 2
+            elif x < 0xF0:
+                cps[n] = (
+                    ((x & 0x0F) << 12) | ((int(u8[b + 1]) & 0x3F) << 6) | (int(u8[b + 2]) & 0x3F)
+                )
+                b += 3
+            else:
+                cps[n] = (
+                    ((x & 0x07) << 18)
+                    | ((int(u8[b + 1]) & 0x3F) << 12)
+                    | ((int(u8[b + 2]) & 0x3F) << 6)
+                    | (int(u8[b + 3]) & 0x3F)
+                )
+                b += 4
+            n += 1
+        char_start[n] = nb
+        return n
+
+    class Rules:
+        pass
+
+    ns = Rules()
+    for name, fn in list(locals().items()):
+        if name not in ("jit", "ns", "Rules") and not name.startswith("_"):
+            setattr(ns, name, fn)
+    return ns

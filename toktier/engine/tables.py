@@ -1,0 +1,273 @@
+"""The engine's per-tokenizer tables: numpy arrays built once from tokenizer.json.
+
+Everything the rules (``engine.rules``) read lives here: class bits per code
+point and the case-fold table (both probed from the reference), the byte-level
+BPE tables (byte -> id, an open-addressing pair table (left, right) -> (rank,
+merged id), a vocabulary hash for ``ignore_merges``, token byte lengths) and the
+added-token tries.  ``EngineTables.build`` refuses tokenizers whose features the
+engine does not implement (``EngineUnsupported``) so they stay on the reference.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import paths
+from ..convert import CHAR_TO_BYTE
+from ..families.classes import N_CODEPOINTS, _chunks
+from . import rules
+
+ENGINE_FAMILIES = {
+    "cl100k": rules.F_CL100K,
+    "qwen": rules.F_QWEN,
+    "qwen-lm": rules.F_QWEN_LM,
+    "o200k": rules.F_O200K,
+    "deepseek": rules.F_DEEPSEEK,
+}
+FOLD_LETTERS = "stmdrevl"  # the letters of the contraction alternatives
+FOLD_PROBE_VERSION = 1
+
+
+class EngineUnsupported(ValueError):
+    """The tokenizer uses a feature the engine does not implement; use the reference."""
+
+
+@dataclass
+class Trie:
+    """Added-token literals as a trie over code points (transitions in a hash table)."""
+
+    first: np.ndarray  # uint8[0x110000]: can a literal start with this code point
+    keys: np.ndarray  # int64 slots: node * 0x110000 + cp, -1 empty
+    child: np.ndarray  # int32 slots: child node
+    term: np.ndarray  # int32 per node: token id ending here, -1 none
+    size: int  # number of literals
+
+
+def _capacity(n: int) -> int:
+    cap = 16
+    while cap < 2 * n + 1:
+        cap <<= 1
+    return cap
+
+
+def _pair_slot_hash(keys: np.ndarray, cap_mask: int) -> np.ndarray:
+    """The start slot of each key, as ``rules.pair_slot`` computes it (bits 20.. of key*C)."""
+    prod = (keys.astype(object) * 0x9E3779B1) >> 20
+    return np.array([int(p) & cap_mask for p in prod], dtype=np.int64)
+
+
+def _insert_all(keys: np.ndarray, start: np.ndarray, cap: int) -> np.ndarray:
+    """Linear-probing insert; returns the slot of every key (keys are distinct)."""
+    used = np.zeros(cap, dtype=bool)
+    slots = np.empty(len(keys), dtype=np.int64)
+    mask = cap - 1
+    for i, s in enumerate(start.tolist()):
+        while used[s]:
+            s = (s + 1) & mask
+        used[s] = True
+        slots[i] = s
+    return slots
+
+
+def build_pair_table(
+    left: np.ndarray, right: np.ndarray, values: list[np.ndarray]
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Open-addressing table keyed ``(left << 32) | right``; -1 marks an empty slot."""
+    keys = (left.astype(np.int64) << 32) | right.astype(np.int64)
+    cap = _capacity(len(keys))
+    slots = _insert_all(keys, _pair_slot_hash(keys, cap - 1), cap)
+    table = np.full(cap, -1, dtype=np.int64)
+    table[slots] = keys
+    out = []
+    for v in values:
+        col = np.zeros(cap, dtype=v.dtype)
+        col[slots] = v
+        out.append(col)
+    return table, out
+
+
+def bytes_hash(data: bytes) -> int:
+    """The vocabulary hash of ``rules.vocab_lookup`` (43 bits, so no target overflows)."""
+    h = 0
+    for b in data:
+        h = (h * 1000003 + b + 1) & ((1 << 43) - 1)
+    return h
+
+
+def vocab_slot_start(h: int, mask: int) -> int:
+    return ((h * 0x9E3779B1) >> 11) & mask
+
+
+def probe_fold(reference_version: str) -> np.ndarray:
+    """uint8[0x110000]: the ASCII letter (of ``FOLD_LETTERS``) each code point matches under ``(?i:)``.
+
+    Asked of the reference regex engine (it folds U+017F LONG S to ``s``, for one).
+    """
+    cache = paths.probe_cache() / f"fold-v{FOLD_PROBE_VERSION}-tokenizers{reference_version}.npy"
+    if cache.is_file():
+        fold = np.load(cache)
+        if fold.shape == (N_CODEPOINTS,) and fold.dtype == np.uint8:
+            return fold
+    from tokenizers import Regex, pre_tokenizers
+
+    fold = np.zeros(N_CODEPOINTS, dtype=np.uint8)
+    for letter in FOLD_LETTERS:
+        split = pre_tokenizers.Split(Regex(f"(?i:{letter})"), behavior="removed")
+        for cps, text in _chunks():
+            inside = np.ones(len(cps), dtype=bool)
+            for _piece, (a, b) in split.pre_tokenize_str(text):
+                inside[a:b] = False
+            fold[cps[inside]] = ord(letter)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_name(cache.name + f".{os.getpid()}.tmp.npy")
+    np.save(tmp, fold)
+    os.replace(tmp, cache)
+    return fold
+
+
+def build_trie(literals: list[tuple[str, int]]) -> Trie:
+    first = np.zeros(N_CODEPOINTS, dtype=np.uint8)
+    edges: dict[tuple[int, int], int] = {}
+    term = [-1]
+    for content, tid in literals:
+        node = 0
+        for ch in content:
+            key = (node, ord(ch))
+            if key not in edges:
+                edges[key] = len(term)
+                term.append(-1)
+            node = edges[key]
+        term[node] = tid
+        first[ord(content[0])] = 1
+    if edges:
+        src = np.array([k[0] for k in edges], dtype=np.int64)
+        cp = np.array([k[1] for k in edges], dtype=np.int64)
+        table, (child,) = build_pair_table(
+            src, cp, [np.array(list(edges.values()), dtype=np.int32)]
+        )
+    else:
+        table, child = np.full(16, -1, dtype=np.int64), np.zeros(16, dtype=np.int32)
+    return Trie(first, table, child, np.array(term, dtype=np.int32), len(literals))
+
+
+@dataclass
+class EngineTables:
+    family: str
+    family_code: int
+    bits: np.ndarray  # uint16[0x110000] class bits (families.classes)
+    fold: np.ndarray  # uint8[0x110000]
+    nfc: bool  # the tokenizer normalizes with NFC (engine input must be NFC-stable)
+    byte_ids: np.ndarray  # int64[256]
+    pair_keys: np.ndarray  # int64
+    pair_ranks: np.ndarray  # int64
+    pair_merged: np.ndarray  # int64
+    ignore_merges: bool
+    vocab_keys: np.ndarray  # int64 hashes
+    vocab_ids: np.ndarray  # int64 token id, -1 empty
+    pool: np.ndarray  # uint8: every model token's bytes
+    pool_off: np.ndarray  # int64[n_ids + 1]
+    token_nbytes: np.ndarray  # int64 per id (0 for ids that are not byte strings)
+    literals: Trie  # literals matched on the raw text (pass 1)
+    normalized_literals: Trie  # then literals matched on normalized gaps (pass 2)
+
+    @classmethod
+    def build(cls, tok) -> EngineTables:
+        if tok.family not in ENGINE_FAMILIES:
+            raise EngineUnsupported(f"family {tok.family!r} has no engine rules")
+        doc = json.loads(tok.path.read_text(encoding="utf-8"))
+        model = doc.get("model") or {}
+        if model.get("type") != "BPE":
+            raise EngineUnsupported("not a BPE model")
+        for key in ("dropout", "continuing_subword_prefix", "end_of_word_suffix"):
+            if model.get(key):
+                raise EngineUnsupported(f"BPE option {key}={model[key]!r} is not implemented")
+        if model.get("byte_fallback"):
+            raise EngineUnsupported("byte_fallback is not implemented")
+        norm = doc.get("normalizer")
+        nfc = False
+        if norm is not None:
+            if norm.get("type") == "NFC":
+                nfc = True
+            elif not (norm.get("type") == "Sequence" and not norm.get("normalizers")):
+                raise EngineUnsupported(f"normalizer {norm.get('type')!r} is not implemented")
+        for t in tok.added_tokens:
+            if t.lstrip or t.rstrip or t.single_word:
+                raise EngineUnsupported(f"added token {t.content!r} uses lstrip/rstrip/single_word")
+            if t.normalized and norm is not None and not (norm.get("type") == "Sequence"):
+                raise EngineUnsupported(f"normalized added token {t.content!r} under {norm}")
+
+        vocab: dict[str, int] = model["vocab"]
+        n_ids = max(tok.hf.get_vocab_size(with_added_tokens=True), max(vocab.values()) + 1)
+        token_bytes: list[bytes | None] = [None] * n_ids
+        for t, i in vocab.items():
+            try:
+                token_bytes[i] = bytes(CHAR_TO_BYTE[c] for c in t)
+            except KeyError:
+                token_bytes[i] = None  # not a byte string: unreachable from bytes
+        byte_ids = np.full(256, -1, dtype=np.int64)
+        for t, i in vocab.items():
+            if len(t) == 1 and t in CHAR_TO_BYTE:
+                byte_ids[CHAR_TO_BYTE[t]] = i
+        if (byte_ids < 0).any():
+            raise EngineUnsupported("the vocabulary lacks single-byte tokens")
+
+        # merges: rank = position in the list; merged id = vocab[left + right]
+        merges = model.get("merges") or []
+        left = np.empty(len(merges), dtype=np.int64)
+        right = np.empty(len(merges), dtype=np.int64)
+        merged = np.empty(len(merges), dtype=np.int64)
+        for r, m in enumerate(merges):
+            a, b = m.split(" ", 1) if isinstance(m, str) else m
+            left[r], right[r], merged[r] = vocab[a], vocab[b], vocab[a + b]
+        ranks = np.arange(len(merges), dtype=np.int64)
+        # A pair listed twice keeps its first (lowest) rank, as the reference's map does.
+        keys = (left << 32) | right
+        _, first_idx = np.unique(keys, return_index=True)
+        first_idx.sort()
+        pair_keys, (pair_ranks, pair_merged) = build_pair_table(
+            left[first_idx], right[first_idx], [ranks[first_idx], merged[first_idx]]
+        )
+
+        # vocabulary hash (for ignore_merges) and the byte pool
+        pool_off = np.zeros(n_ids + 1, dtype=np.int64)
+        lengths = np.array([len(b) if b is not None else 0 for b in token_bytes], dtype=np.int64)
+        pool_off[1:] = np.cumsum(lengths)
+        pool = np.frombuffer(b"".join(b for b in token_bytes if b is not None), dtype=np.uint8)
+        pool = pool.copy() if len(pool) else np.zeros(1, dtype=np.uint8)
+        present = [i for i, b in enumerate(token_bytes) if b]
+        cap = _capacity(len(present))
+        vocab_keys = np.full(cap, -1, dtype=np.int64)
+        vocab_ids = np.full(cap, -1, dtype=np.int64)
+        for i in present:
+            h = bytes_hash(token_bytes[i])
+            s = vocab_slot_start(h, cap - 1)
+            while vocab_ids[s] >= 0:
+                s = (s + 1) & (cap - 1)
+            vocab_keys[s], vocab_ids[s] = h, i
+
+        raw = [(t.content, t.id) for t in tok.added_tokens if t.content and not t.normalized]
+        normed = [(t.content, t.id) for t in tok.added_tokens if t.content and t.normalized]
+        table = tok.class_table
+        return cls(
+            family=tok.family,
+            family_code=ENGINE_FAMILIES[tok.family],
+            bits=table.bits,
+            fold=probe_fold(tok.reference_version),
+            nfc=nfc,
+            byte_ids=byte_ids,
+            pair_keys=pair_keys,
+            pair_ranks=pair_ranks,
+            pair_merged=pair_merged,
+            ignore_merges=bool(model.get("ignore_merges")),
+            vocab_keys=vocab_keys,
+            vocab_ids=vocab_ids,
+            pool=pool,
+            pool_off=pool_off,
+            token_nbytes=lengths,
+            literals=build_trie(raw),
+            normalized_literals=build_trie(normed),
+        )
