@@ -9,6 +9,8 @@ include: "workflow/rules/artifacts.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/certify.smk"
 include: "workflow/rules/repair.smk"
+include: "workflow/rules/engine.smk"
+include: "workflow/rules/lopt.smk"
 include: "workflow/rules/notebooks.smk"
 
 

@@ -132,6 +132,40 @@ def _write_csv(path: str, rows: list[dict], fields: list[str] | None = None) -> 
         w.writerows(rows)
 
 
+def _cmd_certify_engine(args) -> int:
+    from .bench.machine import machine_facts
+    from .campaigns import engine_campaign
+    from .registry import known, load
+
+    names = args.names or [n for n in known() if load(n).family != "wordpiece"]
+    results = []
+    for name in names:
+        tok = load(name)
+        r = engine_campaign.run_campaign(
+            tok, args.chars, seed=args.seed, codepoint_stride=args.codepoint_stride,
+            progress=not args.quiet,
+        )  # fmt: skip
+        d = r.to_dict()
+        results.append(d)
+        print(
+            f"{name}: split {d['split_inputs']:,} inputs / {d['split_chars']:,} chars / "
+            f"{d['split_pieces']:,} pieces; ids {d['id_inputs']:,} inputs / {d['id_chars']:,} chars / "
+            f"{d['id_tokens']:,} tokens; {d['cuts_checked']:,} cuts proven; "
+            f"{d['codepoints_covered']:,} code points -> {d['divergences']} divergences ({d['seconds']} s)"
+        )
+    if args.out:
+        _write_json(
+            args.out,
+            {
+                "machine": machine_facts(),
+                "chars_requested": args.chars,
+                "codepoint_stride": args.codepoint_stride,
+                "results": results,
+            },
+        )
+    return 1 if sum(r["divergences"] for r in results) else 0
+
+
 def _cmd_certify_repair(args) -> int:
     from .bench.machine import machine_facts
     from .campaigns import repair_campaign
@@ -220,6 +254,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", help="write the JSON record here")
     s.add_argument("--table", help="write a CSV summary here")
     s.set_defaults(func=_cmd_certify_conversion)
+
+    s = sub.add_parser(
+        "certify-engine",
+        help="engine campaign: split level and ID level (with spans) vs the reference",
+    )
+    s.add_argument("names", nargs="*", help="default: every byte-level tokenizer")
+    s.add_argument("--chars", type=int, default=1_000_000, help="real-text characters")
+    s.add_argument(
+        "--codepoint-stride", type=int, default=1, help="test every Nth code point (1: all)"
+    )
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--quiet", action="store_true", help="no progress bars")
+    s.add_argument("--out", help="write the JSON record here")
+    s.set_defaults(func=_cmd_certify_engine)
 
     s = sub.add_parser(
         "certify-repair",

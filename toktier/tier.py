@@ -110,8 +110,11 @@ class Tier:
 
     # --- public API --------------------------------------------------------------------
     def encode(self, text: str, session: str | None = None) -> Result:
-        check_text(text)
+        # Validation is O(new text): a stored prefix was validated when it arrived.
+        if not isinstance(text, str):
+            check_text(text)
         if session is None:
+            check_text(text)
             ids, _, _ = self._encode_full(text)
             self._count("requests", "full", "stateless")
             return Result(ids, self.engine.name, "no session id: full encode")
@@ -119,11 +122,13 @@ class Tier:
         with self._lock(session):
             state = self.store.get(session)
             if state is None:
+                check_text(text)
                 return self._seed(
                     session, text, "session miss: no live state (new, closed, expired or evicted)"
                 )
             self._check_binding(state)
             if self._rules is None:
+                check_text(text)
                 return self._seed(
                     session,
                     text,
@@ -134,10 +139,11 @@ class Tier:
                 if len(text) == old_len:
                     self._count("requests", "hits", "unchanged")
                     return self._result(state, "repair", "unchanged text", session)
-                delta = text[old_len:]
+                delta = check_text(text[old_len:])
                 return self._repair(
                     state, session, old_len, len(text), old_len, 0, _AppendText(state, delta), delta
                 )
+            check_text(text)
             old = state.text()
             prefix = common_prefix(old, text)
             suffix = common_suffix(old, text, min(len(old), len(text)) - prefix)

@@ -46,4 +46,12 @@ ALL_OUTPUTS = [
     "results/notebooks/03-repair-latency.ipynb",
     "results/notebooks/04-repair-behavior.ipynb",
     "results/notebooks/05-state-memory.ipynb",
+    "results/tables/full-tokenization.csv",
+    "results/tables/bulk-throughput.csv",
+    "results/tables/engine-certification.csv",
+    "results/figures/full-tokenization.png",
+    "results/notebooks/06-full-tokenization.ipynb",
+    "results/tables/lopt-counterexamples.csv",
+    "results/figures/lopt-counterexamples.png",
+    "results/notebooks/07-lopt-counterexample.ipynb",
 ]

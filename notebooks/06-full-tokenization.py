@@ -1,0 +1,163 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 06 · Full tokenization of one fresh request (paper Table 4 CPU rows, claim F1)
+#
+# Every sample is a new real session text of N characters, encoded once, one timed call,
+# identical texts for every method. toktier's numba engine runs on one thread and on all
+# cores (certified cuts, `prange`); its JIT compile time is excluded from requests and
+# reported separately. Gigatoken gets a new object per sample (empty cache; construction
+# not timed). The toktier rows are checked against the reference on every sample.
+# Also: bulk throughput (MB/s) over the real corpora, and the engine's certification counts.
+
+# %% tags=["parameters"]
+archive = "data/build/archives/mini-swe-agent-gemini3-swebench-verified.tar.xz"
+tokenizers = ["qwen3"]
+contexts = [100_000, 1_000_000]
+samples = 5
+corpus_chars = 1_000_000
+engine_runs = []
+results_dir = "results"
+
+# %%
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+import toktier
+from toktier.bench import full_bench, streams
+from toktier.bench.machine import machine_facts
+from toktier.campaigns.corpus import mixed_documents
+
+results = Path(results_dir)
+for sub in ("tables", "figures", "runs"):
+    (results / sub).mkdir(parents=True, exist_ok=True)
+sns.set_theme(style="whitegrid")
+trajs = streams.load_trajectories(Path(archive))
+
+# %% [markdown]
+# ## Single-request latency
+
+# %%
+rows, compile_info = [], {}
+for name in tokenizers:
+    tok = toktier.load(name)
+    for r in full_bench.full_latency(tok, trajs, contexts, samples):
+        rows.append({"tokenizer": name, **r})
+    compile_info[name] = full_bench.compile_seconds(name)
+raw = pd.DataFrame(rows)
+assert raw.loc[raw.method.str.startswith("toktier"), "exact"].all(), "toktier row not exact"
+summary = (
+    raw.groupby(["tokenizer", "method", "chars"], sort=False)["ms"]
+    .agg(n="size", p50="median", p90=lambda x: x.quantile(0.9))
+    .reset_index()
+)
+hf = summary[summary.method == "HF serial"].set_index(["tokenizer", "chars"])["p50"]
+summary["speedup_vs_hf"] = [
+    hf.get((t, c), float("nan")) / p
+    for t, c, p in zip(summary.tokenizer, summary.chars, summary.p50, strict=True)
+]
+summary.to_csv(results / "tables" / "full-tokenization.csv", index=False)
+print(compile_info)
+summary.pivot_table(index=["tokenizer", "method"], columns="chars", values="p50", sort=False).round(
+    2
+)
+
+# %% [markdown]
+# Paper Table 4 (Qwen3, P50 ms at 100K / 1M / 2M / 4.4M, AMD EPYC 9115 host) for reference.
+
+# %%
+PAPER = {
+    "Gigatoken, empty cache": [0.64, 6.05, 8.78, 19.42],
+    "fastokens": [2.03, 20.5, 45.9, 111.9],
+    "LoPT repro.": [7.91, 42.2, 95.3, 198.5],
+    "HF serial": [24.8, 360.3, 762.9, 1762.8],
+}
+PAPER_SIZES = [100_000, 1_000_000, 2_000_000, 4_400_000]
+paper = pd.DataFrame(
+    [
+        {"method": m, "chars": c, "paper_p50": v}
+        for m, vs in PAPER.items()
+        for c, v in zip(PAPER_SIZES, vs, strict=True)
+    ]
+)
+paper
+
+# %%
+fig, axes = plt.subplots(1, len(tokenizers), figsize=(6.5 * len(tokenizers), 4.5), squeeze=False)
+for ax, name in zip(axes[0], tokenizers, strict=True):
+    d = summary[summary.tokenizer == name]
+    sns.lineplot(data=d, x="chars", y="p50", hue="method", marker="o", ax=ax)
+    for _method, g in paper.groupby("method"):
+        ax.plot(g.chars, g.paper_p50, ls=":", color="grey", lw=1)
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="context (characters)",
+        ylabel="P50 latency (ms)",
+        title=f"{name}: full tokenization, one request (dotted: paper's CPU rows)",
+    )
+    ax.legend(fontsize=7)
+fig.tight_layout()
+fig.savefig(results / "figures" / "full-tokenization.png", dpi=150)
+
+# %% [markdown]
+# ## Bulk throughput over the real corpora (MB/s, one call per corpus, best of 2)
+
+# %%
+bulk = []
+for name in tokenizers:
+    tok = toktier.load(name)
+    corpora = {}
+    for src in ("stdlib", "trajectories", "pycountry"):
+        docs, _ = mixed_documents(corpus_chars, sources=(src,))
+        corpora[src] = "".join(docs)[:corpus_chars]
+    for r in full_bench.bulk_throughput(tok, corpora):
+        bulk.append({"tokenizer": name, **r})
+bulk = pd.DataFrame(bulk)
+bulk.to_csv(results / "tables" / "bulk-throughput.csv", index=False)
+bulk.pivot_table(
+    index=["tokenizer", "method"], columns="corpus", values="mb_per_s", sort=False
+).round(1)
+
+# %% [markdown]
+# ## Engine certification (split level + ID level, zero divergence required)
+
+# %%
+cert = []
+for path in engine_runs:
+    rec = json.loads(Path(path).read_text())
+    for r in rec["results"]:
+        cert.append({k: v for k, v in r.items() if k not in ("examples", "chars_by_source")})
+cert = pd.DataFrame(cert)
+if len(cert):
+    cert.to_csv(results / "tables" / "engine-certification.csv", index=False)
+    assert (cert.divergences == 0).all()
+cert
+
+# %%
+(results / "runs" / "full-tokenization.json").write_text(
+    json.dumps(
+        {
+            "machine": machine_facts(),
+            "compile": compile_info,
+            "samples": rows,
+            "bulk": bulk.to_dict("records"),
+        },
+        indent=1,
+        default=str,
+    )
+)

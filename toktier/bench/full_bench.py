@@ -1,0 +1,159 @@
+"""Full tokenization of one fresh request (paper Table 4, claim F1) and bulk throughput.
+
+Every method encodes the identical texts.  A sample is a real session stream
+(trajectories rendered and concatenated, ``streams``) cut to N characters,
+starting at a different trajectory each time, encoded once and timed once.
+Methods (each an ``encode(text)`` callable):
+
+- toktier CPU engine, one thread and all cores (compile time excluded: warmed up
+  before timing and reported separately);
+- Gigatoken with an empty cache: a new object per sample, construction not timed;
+- fastokens (one object, as deployed);
+- tiktoken where the vocabulary is a tiktoken one (its encoding built from the same
+  pinned ranks, ``campaigns.conversion``), on NFC-stable text;
+- HF tokenizers serial (the reference);
+- a clean-room LoPT reproduction (``baselines.lopt``), when present.
+
+The toktier rows are checked against the reference on every sample (not timed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ..engine.cpu import CpuEngine
+from .streams import _segments
+from .timing import summarize, time_ms
+
+
+def fresh_texts(trajs, tokenizer_name: str, chars: int, n: int, stride: int = 7) -> list[str]:
+    """``n`` real texts of exactly ``chars`` characters, each from a different starting trajectory."""
+    out = []
+    for k in range(n):
+        parts, size = [], 0
+        for seg in _segments(trajs, (k * stride) % len(trajs), tokenizer_name):
+            parts.append(seg)
+            size += len(seg)
+            if size >= chars:
+                break
+        out.append("".join(parts)[:chars])
+    return out
+
+
+def methods(tok, *, lopt_workers: int | None = None) -> dict:
+    """name -> (prepare(text) -> callable timed once). Missing optional baselines are skipped."""
+    eng = CpuEngine(tok)
+    eng.warmup()
+    out = {
+        "toktier CPU, 1 thread": lambda t: lambda: eng.encode(t),
+        "toktier CPU, all cores": lambda t: lambda: eng.encode_parallel(t),
+    }
+    with contextlib.suppress(ImportError):
+        import gigatoken
+
+        path = str(tok.path)
+
+        def giga(t):
+            g = gigatoken.Tokenizer(path)  # empty cache; construction is not timed
+            return lambda: g.encode(t)
+
+        out["Gigatoken, empty cache"] = giga
+    with contextlib.suppress(ImportError):
+        import fastokens
+
+        f = fastokens.Tokenizer.from_file(str(tok.path))
+        out["fastokens"] = lambda t: lambda: f.encode(t, add_special_tokens=False).ids
+    with contextlib.suppress(Exception):
+        from ..campaigns.conversion import converted_names, tiktoken_encoding
+
+        if tok.name in converted_names():
+            enc = tiktoken_encoding(tok.name)
+            out["tiktoken"] = lambda t: lambda: enc.encode(t, allowed_special="all")
+    hf = tok.hf
+    out["HF serial"] = lambda t: lambda: hf.encode(t, add_special_tokens=False).ids
+    with contextlib.suppress(ImportError):
+        from ..baselines.lopt import LoptFull
+
+        lopt = LoptFull(tok, workers=lopt_workers)
+        lopt.start()  # worker start-up is not part of a request
+        out["LoPT repro."] = lambda t: lambda: lopt.full(t)
+    return out
+
+
+def full_latency(tok, trajs, contexts: list[int], samples: int, *, progress: bool = True):
+    """Rows (method, chars, sample, ms) plus a per-sample exactness check of the toktier rows."""
+    ms = methods(tok)
+    rows = []
+    for chars in contexts:
+        texts = fresh_texts(trajs, tok.name, chars, samples)
+        for i, text in enumerate(tqdm(texts, desc=f"{chars:,} chars", disable=not progress)):
+            ref = tok.hf.encode(text, add_special_tokens=False).ids
+            for name, prep in ms.items():
+                if name.startswith("HF") and chars > 2_000_000 and i >= max(3, samples // 4):
+                    continue  # the reference is minutes per cell at 4.4M: fewer samples
+                if name.startswith("LoPT") and i >= max(3, samples // 4):
+                    continue
+                fn = prep(text)
+                t = time_ms(fn)
+                row = {"method": name, "chars": chars, "sample": i, "ms": t}
+                if name.startswith("toktier"):
+                    row["exact"] = np.asarray(fn()[0]).tolist() == ref
+                rows.append(row)
+    return rows
+
+
+def summary_rows(rows) -> list[dict]:
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    out = []
+    for (method, chars), g in df.groupby(["method", "chars"], sort=False):
+        s = summarize(g["ms"])
+        out.append({"method": method, "chars": chars, **s})
+    return out
+
+
+def bulk_throughput(tok, corpora: dict[str, str], *, repeats: int = 2) -> list[dict]:
+    """MB/s per method per corpus (best of ``repeats``, one call over the whole corpus)."""
+    ms = methods(tok)
+    rows = []
+    for corpus, text in corpora.items():
+        mb = len(text.encode("utf-8")) / 1e6
+        for name, prep in ms.items():
+            if name.startswith("LoPT"):
+                continue
+            best = min(time_ms(prep(text)) for _ in range(repeats))
+            rows.append({"method": name, "corpus": corpus, "mb": mb, "ms": best,
+                         "mb_per_s": mb / (best / 1e3)})  # fmt: skip
+    return rows
+
+
+def compile_seconds(tok_name: str) -> dict:
+    """Cold JIT compile (empty cache, fresh process) and warm start (cache present), in seconds."""
+    import tempfile
+
+    code = textwrap.dedent(
+        f"""
+        import time, toktier
+        from toktier.engine.cpu import CpuEngine
+        e = CpuEngine(toktier.load({tok_name!r}))
+        print(e.warmup())
+        """
+    )
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, NUMBA_CACHE_DIR=d)
+        run = [sys.executable, "-c", code]
+        cold = float(
+            subprocess.run(run, env=env, capture_output=True, text=True, check=True).stdout
+        )
+        warm = float(
+            subprocess.run(run, env=env, capture_output=True, text=True, check=True).stdout
+        )
+    return {"cold_compile_s": cold, "cached_load_s": warm}
