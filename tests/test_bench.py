@@ -65,3 +65,20 @@ def test_ttl_hit_share_by_hand():
     table = stats.call_table([trajectories.parse_trajectory(doc, "s")], None)
     rows = {r["ttl_s"]: r["hit_share"] for r in stats.ttl_hit_share(table, [10, 300, 3599, 3600])}
     assert rows == {10: 0.0, 300: 0.25, 3599: 0.5, 3600: 0.75}
+
+
+def test_full_bench_fresh_texts_are_distinct_real_texts(trajectory_archive):
+    from toktier.bench import full_bench, streams
+
+    trajs = streams.load_trajectories(trajectory_archive, limit=40)
+    texts = full_bench.fresh_texts(trajs, "llama3", 20_000, 3)
+    assert [len(t) for t in texts] == [20_000] * 3
+    assert len(set(texts)) == 3
+
+
+def test_full_bench_summary_rows():
+    from toktier.bench import full_bench
+
+    rows = [{"method": "m", "chars": 10, "sample": i, "ms": float(i)} for i in range(11)]
+    (s,) = full_bench.summary_rows(rows)
+    assert s["n"] == 11 and s["p50"] == 5.0 and s["p90"] == 9.0
