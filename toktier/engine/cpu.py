@@ -45,6 +45,7 @@ encode_range = RULES.encode_range
 
 MIN_PARALLEL_CHARS = 1 << 16  # below this, one thread is faster than splitting
 CUT_SEARCH = 1 << 14  # how far past a target position to look for a certified cut
+NFC_COALESCE = 64  # join reference stretches closer than this (fewer reference calls)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -134,6 +135,28 @@ def _cut_after(t, limit, n, cps, fl, class_of, stable, nfc, ls, le, nlit):
         if _cut_ok(p, n, cps, fl, class_of, stable, nfc, ls, le, nlit):
             return p
     return -1
+
+
+@numba.njit(cache=True, nogil=True)
+def _unsafe_regions(n, cps, fl, class_of, stable, nfc, ls, le, nlit):
+    """Certified-cut stretches around every NFC quick-check failure (overlaps merged)."""
+    ra = np.empty(n, dtype=np.int64)
+    rb = np.empty(n, dtype=np.int64)
+    m = 0
+    for q in range(n):
+        if not (fl[q] & NFC_UNSAFE) or (m and q < rb[m - 1]):
+            continue
+        a = _cut_before(q, n, cps, fl, class_of, stable, nfc, ls, le, nlit)
+        b = _cut_after(q + 1, n + 1, n, cps, fl, class_of, stable, nfc, ls, le, nlit)
+        if b < 0:
+            b = n
+        if m and a <= rb[m - 1]:
+            rb[m - 1] = b
+        else:
+            ra[m] = a
+            rb[m] = b
+            m += 1
+    return ra[:m].copy(), rb[:m].copy()
 
 
 @numba.njit(cache=True, nogil=True)
@@ -359,17 +382,20 @@ class CpuEngine:
         nlit = _find_literals(cps, n, *self._trie_args, ls, le, lid)
         cut_args = (n, cps, fl, self._class_of, self._stable, t.nfc, ls, le, nlit)
 
-        # Stretches the reference must encode (NFC families: around unsafe characters).
+        # Stretches the reference must encode (NFC families): around each character that
+        # fails the quick check, between certified cuts, coalescing neighbours closer than
+        # NFC_COALESCE; a stretch that the reference's own NFC leaves unchanged is
+        # NFC-stable after all and goes back to the engine.
         ref: list[tuple[int, int]] = []
         if t.nfc:
-            for q in np.flatnonzero(fl[:n] & NFC_UNSAFE).tolist():
-                if ref and q < ref[-1][1]:
-                    continue
-                a = _cut_before(q, *cut_args)
-                b = _cut_after(q + 1, n + 1, *cut_args)
-                b = n if b < 0 else b
-                if ref and a <= ref[-1][1]:
-                    ref[-1] = (ref[-1][0], b)
+            ra, rb = _unsafe_regions(*cut_args)
+            normalize = self.tokenizer.hf.normalizer.normalize_str
+            for a, b in zip(ra.tolist(), rb.tolist(), strict=True):
+                piece = text[a:b]
+                if normalize(piece) == piece:
+                    continue  # NFC-stable after all: the engine takes it
+                if ref and a <= ref[-1][1] + NFC_COALESCE:
+                    ref[-1] = (ref[-1][0], b)  # fewer, larger reference calls
                 else:
                     ref.append((a, b))
         # Engine stretches between them, each cut into about ``threads`` chunks.
