@@ -117,15 +117,15 @@ bars = per[["accepted", "divergent", "certificate_refuses_divergent"]].rename(
 by_o = table[table.overlap != "all"].copy()
 by_o["overlap"] = by_o["overlap"].astype(int)
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
-bars.plot.bar(ax=ax1, rot=0, color=["#9ecae1", "#de2d26", "#31a354"], width=0.8)
+bars.plot.bar(ax=ax1, rot=30, color=["#9ecae1", "#de2d26", "#31a354"], width=0.8)
 ax1.set(
     xlabel="",
     ylabel="seams",
     title=f"(a) {trials} inputs × {lopt_search.SEAMS_PER_INPUT} seams per tokenizer",
 )
-ax1.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3, fontsize=8, frameon=False)
+ax1.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, fontsize=8, frameon=False)
 for c in ax1.containers:
-    ax1.bar_label(c, fontsize=8)
+    ax1.bar_label(c, fontsize=7, rotation=90, padding=2)
 sns.barplot(data=by_o, x="overlap", y="divergent", hue="tokenizer", ax=ax2)
 ax2.legend(
     loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=len(tokenizers), fontsize=8, frameon=False
