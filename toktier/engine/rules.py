@@ -628,9 +628,44 @@ def make(jit):
                 ps = pos
                 for q in range(np_):
                     pe = ends[q]
-                    n = emit_piece(u8, char_start, ps, pe, byte_ids, keys, ranks, merged, vkeys,
-                                   vids, pool, pool_off, ignore_merges, nbytes, sym, rank, nxt,
-                                   prv, heap, cache, out_ids, out_s, out_e, n)  # fmt: skip
+                    b0 = char_start[ps]
+                    length = char_start[pe] - b0
+                    hit = False
+                    # Hot path inline (no call with ~20 array arguments): one-byte pieces
+                    # and piece-cache hits; everything else goes through emit_piece.
+                    if length == 1:
+                        out_ids[n] = byte_ids[u8[b0]]
+                        out_s[n] = ps
+                        out_e[n] = pe
+                        n += 1
+                        hit = True
+                    elif length <= CACHE_MAX_BYTES:
+                        slot, w0, w1 = cache_slot(u8, b0, b0 + length, cache.shape[0])
+                        if (
+                            cache[slot, 0] == length
+                            and cache[slot, 1] == w0
+                            and cache[slot, 2] == w1
+                        ):
+                            b = b0
+                            ci = ps
+                            cj = ps
+                            for k2 in range(cache[slot, 3]):
+                                t = cache[slot, 4 + k2]
+                                last = b + nbytes[t] - 1
+                                while char_start[ci + 1] <= b:
+                                    ci += 1
+                                while char_start[cj + 1] <= last:
+                                    cj += 1
+                                out_ids[n] = t
+                                out_s[n] = ci
+                                out_e[n] = cj + 1
+                                n += 1
+                                b = last + 1
+                            hit = True
+                    if not hit:
+                        n = emit_piece(u8, char_start, ps, pe, byte_ids, keys, ranks, merged,
+                                       vkeys, vids, pool, pool_off, ignore_merges, nbytes, sym,
+                                       rank, nxt, prv, heap, cache, out_ids, out_s, out_e, n)  # fmt: skip
                     ps = pe
             if seg_end < c1:
                 out_ids[n] = lid[k]
