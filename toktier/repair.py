@@ -119,7 +119,7 @@ class Attempt:
     fresh: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # global coordinates
 
 
-def _ordinals(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+def span_ordinals(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Index of each record among consecutive records with the same span."""
     n = len(starts)
     if n == 0:
@@ -154,8 +154,8 @@ def longest_equal_run(c_ids, c_s, c_e, f_ids, f_s, f_e):
     """
     if len(c_ids) == 0 or len(f_ids) == 0:
         return None
-    c_ord = _ordinals(c_s, c_e)
-    f_ord = _ordinals(f_s, f_e)
+    c_ord = span_ordinals(c_s, c_e)
+    f_ord = span_ordinals(f_s, f_e)
     if c_ord.max() >= 1 << _ORD_BITS or f_ord.max() >= 1 << _ORD_BITS:
         return None
     ck = (c_s.astype(np.int64) << _ORD_BITS) + c_ord

@@ -67,6 +67,8 @@ from multiprocessing import get_context
 
 import numpy as np
 
+from ..repair import span_ordinals
+
 PUBLISHED_OVERLAP_CHARS = 1024  # unverified, see the module docstring
 PUBLISHED_THRESHOLD = 2  # unverified, see the module docstring
 DEFAULT_MAX_RETRIES = 3
@@ -92,19 +94,6 @@ class SeamSplice:
 def _as_offsets(offsets) -> np.ndarray:
     a = np.asarray(offsets, dtype=np.int64)
     return a.reshape(-1, 2)
-
-
-def _span_ordinals(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Index of each token among the consecutive tokens that share its span."""
-    n = len(starts)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    same = np.zeros(n, dtype=bool)
-    same[1:] = (starts[1:] == starts[:-1]) & (ends[1:] == ends[:-1])
-    idx = np.arange(n)
-    first = np.where(same, 0, idx)
-    np.maximum.accumulate(first, out=first)
-    return idx - first
 
 
 def merge_at_seam(
@@ -133,8 +122,8 @@ def merge_at_seam(
     rj = np.flatnonzero(ro[:, 1] <= overlap_end)
     if len(li) == 0 or len(rj) == 0:
         return None
-    l_ord = _span_ordinals(lo[:, 0], lo[:, 1])
-    r_ord = _span_ordinals(ro[:, 0], ro[:, 1])
+    l_ord = span_ordinals(lo[:, 0], lo[:, 1])
+    r_ord = span_ordinals(ro[:, 0], ro[:, 1])
     where = {}
     for j in rj.tolist():
         key = (int(ro[j, 0]), int(ro[j, 1]), int(r_ord[j]), int(r_ids[j]))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -258,6 +259,18 @@ def _encode_text(u8, bits, fold, family, nfc, f1, k1, c1, t1, f2, k2, c2, t2, ha
     return out_ids[:m].astype(np.uint32), out_s[:m].copy(), out_e[:m].copy(), True
 
 
+class _Prepared(NamedTuple):
+    n: int
+    cps: np.ndarray
+    char_start: np.ndarray
+    fl: np.ndarray
+    ls: np.ndarray
+    le: np.ndarray
+    lid: np.ndarray
+    nlit: int
+    cut_args: tuple
+
+
 class CpuEngine:
     """toktier's exact CPU engine for one tokenizer (byte-level BPE families)."""
 
@@ -321,7 +334,11 @@ class CpuEngine:
     def certified_cuts(self, text: str) -> np.ndarray:
         """Every position where ``encode_parallel`` may cut ``text`` (for certification)."""
         check_text(text)
-        u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        p = self.prepare(np.frombuffer(text.encode("utf-8"), dtype=np.uint8))
+        return _all_cuts(*p.cut_args)
+
+    def prepare(self, u8: np.ndarray) -> _Prepared:
+        """Decode, gather classes and extract added-token literals (host side of every path)."""
         t = self.tables
         nb = u8.size
         cps = np.empty(nb, dtype=np.uint32)
@@ -332,7 +349,8 @@ class CpuEngine:
         le = np.empty(n, dtype=np.int64)
         lid = np.empty(n, dtype=np.int64)
         nlit = _find_literals(cps, n, *self._trie_args, ls, le, lid)
-        return _all_cuts(n, cps, fl, self._class_of, self._stable, t.nfc, ls, le, nlit)
+        cut_args = (n, cps, fl, self._class_of, self._stable, t.nfc, ls, le, nlit)
+        return _Prepared(n, cps, char_start, fl, ls, le, lid, nlit, cut_args)
 
     # --- single thread --------------------------------------------------------------------
     def encode(self, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -372,15 +390,7 @@ class CpuEngine:
     def _encode_segmented(self, text: str, u8: np.ndarray, threads: int):
         t = self.tables
         nb = u8.size
-        cps = np.empty(nb, dtype=np.uint32)
-        char_start = np.empty(nb + 1, dtype=np.int64)
-        fl = np.empty(nb, dtype=np.uint16)
-        n = _prepare(u8, t.bits, cps, char_start, fl)
-        ls = np.empty(n, dtype=np.int64)
-        le = np.empty(n, dtype=np.int64)
-        lid = np.empty(n, dtype=np.int64)
-        nlit = _find_literals(cps, n, *self._trie_args, ls, le, lid)
-        cut_args = (n, cps, fl, self._class_of, self._stable, t.nfc, ls, le, nlit)
+        n, cps, char_start, fl, ls, le, lid, nlit, cut_args = self.prepare(u8)
 
         # Stretches the reference must encode (NFC families): around each character that
         # fails the quick check, between certified cuts, coalescing neighbours closer than

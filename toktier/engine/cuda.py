@@ -74,25 +74,15 @@ def encode_ranges(engine, text: str, ranges: int = 4, threads_per_block: int = 3
     Host-side preparation (UTF-8 decode, literal extraction, cut search) reuses the
     CPU engine's compiled helpers; the device does pre-tokenization, BPE and spans.
     """
-    from .cpu import _find_literals, _prepare
-
     t = engine.tables
     u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8).copy()  # kernels take writable arrays
     nb = u8.size
     if nb == 0:
         z = np.zeros(0, dtype=np.int64)
         return z.astype(np.uint32), z, z.copy()
-    cps = np.empty(nb, dtype=np.uint32)
-    char_start = np.empty(nb + 1, dtype=np.int64)
-    fl = np.empty(nb, dtype=np.uint16)
-    n = _prepare(u8, t.bits, cps, char_start, fl)
+    n, cps, char_start, fl, ls, le, lid, nlit, cut_args = engine.prepare(u8)
     if t.nfc and (fl[:n] & _NFC_UNSAFE).any():
         raise ValueError("text is not NFC-stable: the GPU path takes NFC-stable text only")
-    ls = np.empty(n, dtype=np.int64)
-    le = np.empty(n, dtype=np.int64)
-    lid = np.empty(n, dtype=np.int64)
-    nlit = _find_literals(cps, n, *engine._trie_args, ls, le, lid)
-    cut_args = (n, cps, fl, engine._class_of, engine._stable, t.nfc, ls, le, nlit)
     chunks = engine._chunks(0, n, ranges, cut_args, min_chars=0)
     lo = np.array([a for a, _ in chunks], dtype=np.int64)
     hi = np.array([b for _, b in chunks], dtype=np.int64)
