@@ -118,6 +118,24 @@ def make(jit):
             return e - 1
         return e
 
+    @jit
+    def shared_tail(cps, fl, i, hi, dmax, other, slash):
+        """The alternatives after the letter ones, shared by the cl100k lineage and o200k.
+
+        Digits in groups of up to ``dmax``, then an optional space and a run of the
+        classes not in ``other`` followed by CR/LF (and ``/`` for o200k), then whitespace.
+        """
+        if (fl[i] & B_N) != 0:
+            j = i + 1
+            while j < hi and j - i < dmax and (fl[j] & B_N) != 0:
+                j += 1
+            return j
+        if cps[i] == 32 and i + 1 < hi and (fl[i + 1] & other) == 0:
+            return crlf_tail(cps, run_without(fl, i + 1, hi, other), hi, slash)
+        if (fl[i] & other) == 0:
+            return crlf_tail(cps, run_without(fl, i, hi, other), hi, slash)
+        return whitespace_piece(cps, fl, i, hi)
+
     # --- cl100k lineage (llama3, cl100k, qwen3, qwen3.6) --------------------------------
     @jit
     def cl_next(cps, fl, fold, i, hi, dmax, marks_in_letters):
@@ -138,16 +156,7 @@ def make(jit):
             return run_with(fl, i, hi, letter)
         if not is_crlf(c) and (f & (B_L | B_N)) == 0 and i + 1 < hi and (fl[i + 1] & letter) != 0:
             return run_with(fl, i + 1, hi, letter)
-        if (f & B_N) != 0:
-            j = i + 1
-            while j < hi and j - i < dmax and (fl[j] & B_N) != 0:
-                j += 1
-            return j
-        if c == 32 and i + 1 < hi and (fl[i + 1] & other) == 0:
-            return crlf_tail(cps, run_without(fl, i + 1, hi, other), hi, False)
-        if (f & other) == 0:
-            return crlf_tail(cps, run_without(fl, i, hi, other), hi, False)
-        return whitespace_piece(cps, fl, i, hi)
+        return shared_tail(cps, fl, i, hi, dmax, other, False)
 
     # --- o200k (gpt-oss) ----------------------------------------------------------------
     @jit
@@ -203,17 +212,7 @@ def make(jit):
         e = o200k_caps(cps, fl, fold, i, hi)
         if e >= 0:
             return e
-        if (f & B_N) != 0:
-            j = i + 1
-            while j < hi and j - i < 3 and (fl[j] & B_N) != 0:
-                j += 1
-            return j
-        other = B_WS | B_L | B_N
-        if c == 32 and i + 1 < hi and (fl[i + 1] & other) == 0:
-            return crlf_tail(cps, run_without(fl, i + 1, hi, other), hi, True)
-        if (f & other) == 0:
-            return crlf_tail(cps, run_without(fl, i, hi, other), hi, True)
-        return whitespace_piece(cps, fl, i, hi)
+        return shared_tail(cps, fl, i, hi, 3, B_WS | B_L | B_N, True)
 
     # --- deepseek stage 3 -----------------------------------------------------------------
     @jit
