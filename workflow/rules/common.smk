@@ -1,4 +1,5 @@
 import json
+import shlex
 import sys
 from pathlib import Path
 

@@ -6,11 +6,12 @@ rule trajectory_archive:
         py=PY,
         home=DATA_HOME,
         mirror=MIRROR,
-        url=config["data"].get("url") or "",
+        # --url only when configured (an empty quoted argument reads as a missing value)
+        url=f"--url {shlex.quote(config['data']['url'])}" if config["data"].get("url") else "",
     log:
         "results/logs/data/trajectories.log",
     conda:
         "../../environment.yml"
     shell:
         "TOKTIER_HOME={params.home:q} {params.py} -m toktier fetch-data mini-swe-agent --dest {output:q} "
-        "--mirror {params.mirror:q} --url {params.url:q} > {log:q} 2>&1"
+        "--mirror {params.mirror:q} {params.url} > {log:q} 2>&1"
