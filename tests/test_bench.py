@@ -74,11 +74,3 @@ def test_full_bench_fresh_texts_are_distinct_real_texts(trajectory_archive):
     texts = full_bench.fresh_texts(trajs, "llama3", 20_000, 3)
     assert [len(t) for t in texts] == [20_000] * 3
     assert len(set(texts)) == 3
-
-
-def test_full_bench_summary_rows():
-    from toktier.bench import full_bench
-
-    rows = [{"method": "m", "chars": 10, "sample": i, "ms": float(i)} for i in range(11)]
-    (s,) = full_bench.summary_rows(rows)
-    assert s["n"] == 11 and s["p50"] == 5.0 and s["p90"] == 9.0

@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 
 from ..engine.cpu import CpuEngine
 from .streams import _segments
-from .timing import summarize, time_ms
+from .timing import time_ms
 
 
 def fresh_texts(trajs, tokenizer_name: str, chars: int, n: int, stride: int = 7) -> list[str]:
@@ -107,17 +107,6 @@ def full_latency(tok, trajs, contexts: list[int], samples: int, *, progress: boo
                     row["exact"] = np.asarray(fn()[0]).tolist() == ref
                 rows.append(row)
     return rows
-
-
-def summary_rows(rows) -> list[dict]:
-    import pandas as pd
-
-    df = pd.DataFrame(rows)
-    out = []
-    for (method, chars), g in df.groupby(["method", "chars"], sort=False):
-        s = summarize(g["ms"])
-        out.append({"method": method, "chars": chars, **s})
-    return out
 
 
 def bulk_throughput(tok, corpora: dict[str, str], *, repeats: int = 2) -> list[dict]:

@@ -51,15 +51,9 @@ def k_encode_ranges(lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le,
 
 def split(engine, text: str) -> np.ndarray:
     """Piece ends of ``text`` as one pre-tokenizer input, computed by the device functions."""
-    from .cpu import _prepare
-
     t = engine.tables
-    u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8).copy()  # kernels take writable arrays
-    nb = u8.size
-    cps = np.empty(nb, dtype=np.uint32)
-    char_start = np.empty(nb + 1, dtype=np.int64)
-    fl = np.empty(nb, dtype=np.uint16)
-    n = _prepare(u8, t.bits, cps, char_start, fl)
+    p = engine.prepare(np.frombuffer(text.encode("utf-8"), dtype=np.uint8))
+    n, cps, fl = p.n, p.cps, p.fl
     lo = np.zeros(1, dtype=np.int64)
     hi = np.full(1, n, dtype=np.int64)
     ends = np.zeros((1, n + 1), dtype=np.int64)
