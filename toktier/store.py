@@ -61,6 +61,10 @@ class SessionState:
             self._chunks = ["".join(self._chunks)]
         return self._chunks[0] if self._chunks else ""
 
+    def text_parts(self) -> tuple[str, ...]:
+        """The text as its immutable chunks: an O(chunks) snapshot, joined off the request path."""
+        return tuple(self._chunks)
+
     def tail(self, n: int) -> str:
         """The last ``n`` characters, touching only the chunks that hold them."""
         if n <= 0:

@@ -1,4 +1,7 @@
-"""Tier: the service facade -- session store + repair + full-path engine, thread-safe per session."""
+"""Tier: the service facade -- session store + router + repair + engines + shadow verifier.
+
+Thread-safe per session: one session's requests are serialized by a striped lock.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +12,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import repair
-from .engine import default_engine
+from .engine import ReferenceEngine, default_engine
 from .errors import SessionTokenizerMismatchError, UnknownSessionError
 from .registry import Tokenizer, load
+from .router import Route, Router
 from .store import SessionState, SessionStore
 from .textcheck import check_text
+from .verifier import DEFAULT_RATE, ShadowVerifier
 
 
 @dataclass(frozen=True)
@@ -21,8 +26,8 @@ class Result:
     """One request's answer.  ``ids`` always equals the reference IDs of the full text."""
 
     ids: np.ndarray  # uint32
-    path: str  # "repair" or the full-path engine's name ("reference", ...)
-    reason: str
+    path: str  # the route: "repair", "cpu" (numba engine), "gpu" or "reference"
+    reason: str  # why the router chose it
     session: str | None = None
     widenings: int = 0
     window_chars: int = 0
@@ -67,6 +72,25 @@ def common_suffix(a: str, b: str, limit: int) -> int:
 
 
 _LOCK_STRIPES = 64
+_CALIBRATION_TEXT = (
+    "Coding agents resend a growing transcript on every call.\n"
+    "    def f(x):\n        return [x ** 2 for x in range(10)]  # squares\n"
+    "$ pytest -q tests/test_tier.py::test_append -x\r\n12 passed in 0.31s\n\n"
+)
+
+
+def _auto_gpu(tokenizer):
+    """The GPU engine when a real GPU and CuPy are present (never the simulator), else None."""
+    try:
+        from .engine.gpu import GpuEngine
+    except ImportError:
+        return None
+    try:
+        if not GpuEngine.available(simulator=False):
+            return None
+        return GpuEngine(tokenizer)
+    except Exception:  # unsupported family, driver trouble: the CPU serves
+        return None
 
 
 class Tier:
@@ -75,6 +99,11 @@ class Tier:
     ``encode(text, session=...)`` takes the full request text as a front end receives
     it; ``append(session, delta)`` takes only the new text.  Both return the reference
     IDs of the session's full text, repairing stored state where it can.
+
+    ``gpu``: a GPU engine, ``"auto"`` (a real GPU when present) or None.
+    ``verify_rate``: the shadow verifier's sampling rate (0 switches it off);
+    ``quarantine_sessions``: a verified mismatch also drops the session's state, so
+    its next request is encoded in full.
     """
 
     def __init__(
@@ -88,6 +117,13 @@ class Tier:
         ttl_s: float | None = 3600.0,
         max_bytes: int | None = None,
         copy_ids: bool = True,
+        gpu="auto",
+        gpu_min_chars: int | None = None,
+        delta_aware: bool = True,
+        verify_rate: float = DEFAULT_RATE,
+        verifier: ShadowVerifier | None = None,
+        quarantine_dir=None,
+        quarantine_sessions: bool = False,
     ):
         self.tokenizer = tokenizer if isinstance(tokenizer, Tokenizer) else load(tokenizer)
         if window < 1 or max_widenings < 0:
@@ -96,7 +132,34 @@ class Tier:
         # family has one, else the reference.  Compiling happens here, never in a request.
         self.engine = engine if engine is not None else default_engine(self.tokenizer)
         self.engine_warmup_s = self.engine.warmup() if hasattr(self.engine, "warmup") else 0.0
-        self._encode_full = getattr(self.engine, "encode_full", self.engine.encode)
+        reference = (
+            self.engine
+            if isinstance(self.engine, ReferenceEngine)
+            else ReferenceEngine(self.tokenizer)
+        )
+        self._supported = self.engine is not reference
+        gpu_engine = _auto_gpu(self.tokenizer) if gpu == "auto" else gpu
+        if gpu_engine is not None and hasattr(gpu_engine, "warmup"):
+            self.engine_warmup_s += gpu_engine.warmup()
+        router_kw = {} if gpu_min_chars is None else {"gpu_min_chars": gpu_min_chars}
+        self.router = Router(
+            self.engine if self._supported else None,
+            gpu=gpu_engine if self._supported else None,
+            reference=reference,
+            delta_aware=delta_aware,
+            **router_kw,
+        )
+        if delta_aware and self._supported:
+            self.router.calibrate(_CALIBRATION_TEXT)
+        if verifier is None and verify_rate > 0:
+            verifier = ShadowVerifier(
+                self.tokenizer,
+                rate=verify_rate,
+                quarantine_dir=quarantine_dir,
+                on_mismatch=self._on_mismatch if quarantine_sessions else None,
+            )
+        self.verifier = verifier
+        self._quarantined: set[str] = set()
         self.store = store if store is not None else SessionStore(ttl_s=ttl_s, max_bytes=max_bytes)
         self.window = window
         self.max_widenings = max_widenings
@@ -115,12 +178,17 @@ class Tier:
             check_text(text)
         if session is None:
             check_text(text)
-            ids, _, _ = self._encode_full(text)
+            route = self.router.miss(len(text), supported=self._supported)
+            ids, _, _ = self._full(route, text)
             self._count("requests", "full", "stateless")
-            return Result(ids, self.engine.name, "no session id: full encode")
+            self._offer(ids, lambda: text, route.name, None)
+            return Result(ids, route.name, f"no session id: {route.reason}")
         self._check_session_id(session)
         with self._lock(session):
             state = self.store.get(session)
+            if state is not None and self._release_quarantine(session):
+                check_text(text)
+                return self._seed(session, text, "session quarantined by the shadow verifier")
             if state is None:
                 check_text(text)
                 return self._seed(
@@ -140,9 +208,7 @@ class Tier:
                     self._count("requests", "hits", "unchanged")
                     return self._result(state, "repair", "unchanged text", session)
                 delta = check_text(text[old_len:])
-                return self._repair(
-                    state, session, old_len, len(text), old_len, 0, _AppendText(state, delta), delta
-                )
+                return self._append(state, session, delta, lambda: text)
             check_text(text)
             old = state.text()
             prefix = common_prefix(old, text)
@@ -159,7 +225,10 @@ class Tier:
             if state is None:
                 raise UnknownSessionError(session)
             self._check_binding(state)
-            old_len = state.text_length
+            if self._release_quarantine(session):
+                return self._seed(
+                    session, state.text() + delta, "session quarantined by the shadow verifier"
+                )
             if not delta:
                 self._count("requests", "hits", "unchanged")
                 return self._result(state, "repair", "empty append", session)
@@ -169,10 +238,7 @@ class Tier:
                     state.text() + delta,
                     f"family {self.tokenizer.family!r} is never repaired: full encode",
                 )
-            new_len = old_len + len(delta)
-            return self._repair(
-                state, session, old_len, new_len, old_len, 0, _AppendText(state, delta), delta
-            )
+            return self._append(state, session, delta, lambda: state.text() + delta)
 
     def close(self, session: str) -> bool:
         """Free a session's state now; returns whether it was live."""
@@ -182,7 +248,8 @@ class Tier:
 
     COUNTERS = (
         "requests", "hits", "misses", "stateless", "appends", "edits", "unchanged",
-        "first_window", "widened", "widenings", "fallbacks", "full",
+        "first_window", "widened", "widenings", "fallbacks", "full", "delta_full",
+        "quarantined", "route_gpu", "route_cpu", "route_reference", "spills",
     )  # fmt: skip
 
     def stats(self) -> dict:
@@ -199,7 +266,14 @@ class Tier:
             evicted=st.evicted,
             closed=st.closed,
         )
+        if self.verifier is not None:
+            out["verifier"] = self.verifier.stats()
         return out
+
+    def shutdown(self, timeout: float = 60.0) -> None:
+        """Let the shadow verifier finish its queue and stop (the tier still serves)."""
+        if self.verifier is not None:
+            self.verifier.close(timeout)
 
     def session_records(self, session: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Copies of a live session's (ids, starts, ends) -- for inspection and campaigns."""
@@ -209,6 +283,53 @@ class Tier:
         return tuple(a.copy() for a in state.records())
 
     # --- internals ---------------------------------------------------------------------
+    def _append(self, state, session, delta, full_text) -> Result:
+        """An append to a live session: repair, or a full encode when the router predicts it faster."""
+        old_len = state.text_length
+        route = self.router.hit(old_len, len(delta))
+        if route.name != "repair":
+            self._count("requests", "hits", "appends", "delta_full")
+            return self._seed(session, full_text(), route.reason, count=False, route=route)
+        return self._repair(
+            state,
+            session,
+            old_len,
+            old_len + len(delta),
+            old_len,
+            0,
+            _AppendText(state, delta),
+            delta,
+        )
+
+    def _full(self, route: Route, text: str):
+        engine = self.router.engine(route)
+        self._count(f"route_{route.name}")
+        if route.reason.startswith("GPU busy"):
+            self._count("spills")
+        return getattr(engine, "encode_full", engine.encode)(text)
+
+    def _offer(self, ids, text, path, session) -> None:
+        if self.verifier is not None:
+            self.verifier.offer(ids, text, path, session)
+
+    def _on_mismatch(self, sample) -> None:
+        # Runs in the verifier thread: mark only; the session's own request drops the state.
+        if sample.session is not None:
+            with self._counts_guard:
+                self._quarantined.add(sample.session)
+
+    def _release_quarantine(self, session: str) -> bool:
+        """Whether ``session`` was quarantined (it is dropped from the store now if so)."""
+        if not self._quarantined:
+            return False
+        with self._counts_guard:
+            if session not in self._quarantined:
+                return False
+            self._quarantined.discard(session)
+            self._counts["quarantined"] += 1
+        self.store.close(session)
+        return True
+
     def _repair(self, state, session, old_len, new_len, prefix, suffix, source, delta) -> Result:
         attempt = repair.plan(
             self._rules,
@@ -263,18 +384,21 @@ class Tier:
             (sp.boundary_left, sp.boundary_right),
         )
 
-    def _seed(self, session, text, reason, *, count=True) -> Result:
-        ids, starts, ends = self._encode_full(text)
+    def _seed(self, session, text, reason, *, count=True, route: Route | None = None) -> Result:
+        if route is None:
+            route = self.router.miss(len(text), supported=self._supported)
+        ids, starts, ends = self._full(route, text)
         new = SessionState(session, self.tokenizer.sha256)
         new.commit_full(ids, starts, ends, text)
         self.store.put(new)
         if count:
             self._count("requests", "misses")
         self._count("full")
+        self._offer(ids, lambda: text, route.name, session)
         return Result(
             ids.copy() if not self.copy_ids else ids,
-            self.engine.name,
-            reason,
+            route.name,
+            reason if reason == route.reason else f"{reason}; {route.reason}",
             session,
             0,
             len(text),
@@ -284,6 +408,7 @@ class Tier:
         self, state, path, reason, session, widenings=0, window_chars=0, boundaries=(None, None)
     ) -> Result:
         ids = state.ids[: state.n]
+        self._offer(ids, state.text_parts, path, session)
         if self.copy_ids:
             ids = ids.copy()
         else:
