@@ -1,0 +1,91 @@
+"""The multi-worker front end: exact on every route, session affinity, worker death, open loop."""
+
+import numpy as np
+import pytest
+
+import toktier
+from toktier import loadgen
+from toktier.bench.streams import load_trajectories
+from toktier.serving import Request, WorkerPool, affinity
+from toktier.workload.archives import find_archive
+
+
+@pytest.fixture(scope="module")
+def setup():
+    archive = find_archive("mini-swe-agent")
+    if archive is None:
+        pytest.skip("trajectory archive not available")
+    trajs = load_trajectories(archive, limit=6)
+    work = loadgen.build_workload(trajs, "llama3", max_context_chars=40_000)
+    return trajs, work, toktier.load("llama3")
+
+
+def _check(tok, work, req, done):
+    assert done.error is None, done.error
+    assert done.ids.tolist() == tok.reference(work.text(req.traj, req.call)), req
+
+
+def test_tier_pool_is_exact_and_survives_a_killed_worker(setup):
+    _, work, tok = setup
+    src = loadgen.MixtureSource(work, p_init=0.1, live=6, seed=3)
+    reqs = src.warm() + [src.next() for _ in range(30)]
+    with WorkerPool("tier", "llama3", work, workers=2, keep_ids=True, verify_rate=1.0) as pool:
+        paths = {}
+        for r in reqs:  # closed loop, so the kill below happens between requests
+            pool.submit(r)
+            [d] = pool.results(1, 120)
+            _check(tok, work, r, d)
+            paths[r.rid] = (d.path, d.worker)
+        conts = [r for r in reqs if r.kind == "cont"]
+        assert conts and all(paths[r.rid][0] == "repair" for r in conts)
+        assert all(paths[r.rid][1] == affinity(r.session, 2) for r in reqs)
+        # kill worker 0: its sessions become misses, worker 1's sessions stay hits
+        pool.kill(0)
+        assert pool.check_workers() == [0] and pool.restarts == 1
+        after = [src.next() for _ in range(16)]
+        for r in after:
+            pool.submit(r)
+        done = {d.rid: d for d in pool.results(len(after), 180)}
+        assert len(done) == len(after)
+        seen = set()
+        for r in after:
+            d = done[r.rid]
+            _check(tok, work, r, d)
+            first = r.session not in seen
+            seen.add(r.session)
+            if r.kind == "cont" and affinity(r.session, 2) == 1:
+                assert d.path == "repair"
+            if r.kind == "cont" and affinity(r.session, 2) == 0 and first:
+                assert d.path == "cpu"  # a miss after the restart, encoded in full
+        stats = pool.stats()
+        assert len(stats) == 2 and all(s["verifier"]["mismatches"] == 0 for s in stats)
+        assert sum(s["verifier"]["checked"] for s in stats) > 0
+
+
+def test_open_loop_stateless_reference(setup):
+    _, work, _ = setup
+    src = loadgen.MixtureSource(work, p_init=0.05, live=4, seed=1)
+    offs = loadgen.poisson_offsets(20.0, 1.0, seed=2)
+    sched = [(float(o), src.next()) for o in offs]
+    with WorkerPool("reference", "llama3", work, workers=1) as pool:
+        out = loadgen.run_open_loop(pool, sched, drain_s=60)
+    assert out["done"].all() and out["errors"] == 0
+    assert (out["sojourn_s"] >= out["service_s"]).all() and (out["service_s"] > 0).all()
+    assert set(out["path"]) == {"reference"}
+
+
+def test_burst_schedule_and_mixture_shapes(setup):
+    trajs, work, _ = setup
+    sched = loadgen.burst_schedule(
+        work, trajs, sessions=4, calls=5, window_s=0.5, compression=10.0, seed=0
+    )
+    offs = np.array([o for o, _ in sched])
+    assert (np.diff(offs) >= 0).all()
+    firsts = {}
+    for _, r in sched:
+        firsts.setdefault(r.session, r.kind)
+    assert set(firsts.values()) == {"init"}
+    assert 0 < loadgen.init_share(trajs) < 0.5
+    with pytest.raises(ValueError, match="mode"):
+        WorkerPool("nope", "llama3", work)
+    assert isinstance(Request(1, "s", 0, 0, "init"), Request)

@@ -1,0 +1,321 @@
+"""A multi-process tokenization front end for load experiments: the tier, or a stateless baseline.
+
+``WorkerPool(mode, tokenizer, workload, workers=N)`` starts N worker processes.
+In ``"tier"`` mode each worker owns a :class:`~toktier.Tier` and a request goes
+to the worker its session hashes to (affinity, so session state is found); the
+stateless modes (``"reference"``, ``"fastokens"``, ``"engine"``) encode every
+request in full and take requests from one shared queue (the least-loaded
+worker takes the next one).
+
+Request texts are not shipped per request: every worker holds the same
+:class:`Workload` (the sessions' final texts and the character offsets of each
+call), and materializes a call's text itself, as a front end has the text it
+just received.  Timestamps are ``time.perf_counter()``, the system-wide
+monotonic clock on Linux, so sojourn = completion - scheduled arrival is
+measured across processes.  A worker that dies is restarted empty at its slot;
+its queued requests are re-sent and its sessions become misses (still exact).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import multiprocessing.connection as mpc
+import queue
+import threading
+import time
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+MODES = ("tier", "reference", "fastokens", "engine")
+
+
+@dataclass
+class Workload:
+    """Session texts: ``finals[t]`` is session t's last prompt, ``ends[t][k]`` its call k's length."""
+
+    finals: list[str]
+    ends: list[np.ndarray]
+    names: list[str] = field(default_factory=list)
+
+    def text(self, traj: int, call: int) -> str:
+        return self.finals[traj][: int(self.ends[traj][call])]
+
+    def calls(self, traj: int) -> int:
+        return len(self.ends[traj])
+
+
+@dataclass(frozen=True)
+class Request:
+    rid: int
+    session: str
+    traj: int
+    call: int
+    kind: str  # "init" (the tier has no state for it) or "cont"
+    t_sched: float = 0.0
+
+
+@dataclass
+class Done:
+    rid: int
+    worker: int
+    t_start: float
+    t_done: float
+    path: str
+    n_ids: int
+    ids: np.ndarray | None = None
+    error: str | None = None
+
+
+def affinity(session: str, workers: int) -> int:
+    """The worker that owns ``session`` (a stable hash: the same in every process and run)."""
+    return zlib.crc32(session.encode("utf-8")) % workers
+
+
+def _serve_fn(mode: str, tokenizer_name: str, verify_rate: float, tier_kw: dict):
+    """(serve(session, text) -> (ids, path), stats()) for one worker process."""
+    import toktier
+
+    tok = toktier.load(tokenizer_name)
+    if mode == "tier":
+        tier = toktier.Tier(tok, verify_rate=verify_rate, **tier_kw)
+
+        def serve(session, text):
+            r = tier.encode(text, session=session)
+            return r.ids, r.path
+
+        def stats():
+            tier.shutdown(timeout=30.0)  # finish the verifier's queue before reporting
+            return tier.stats()
+
+        return serve, stats
+    if mode == "reference":
+        hf = tok.hf
+
+        def full(text):
+            return np.asarray(hf.encode(text, add_special_tokens=False).ids, dtype=np.uint32)
+    elif mode == "fastokens":
+        import fastokens
+
+        f = fastokens.Tokenizer.from_file(str(tok.path))
+
+        def full(text):
+            return np.asarray(f.encode(text, add_special_tokens=False).ids, dtype=np.uint32)
+    elif mode == "engine":
+        eng = tok.engine
+        eng.warmup()
+        encode = eng.encode  # one core per worker: the pool supplies the parallelism
+
+        def full(text):
+            return encode(text)[0]
+    else:
+        raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
+    return (lambda session, text: (full(text), mode)), dict
+
+
+def _worker_main(slot, mode, tokenizer_name, workload, inbox, outbox, verify_rate, tier_kw, keep):
+    """One worker process: serve requests from ``inbox``, answer on the pipe ``outbox``."""
+    try:
+        serve, stats = _serve_fn(mode, tokenizer_name, verify_rate, tier_kw)
+        serve("__warmup__", workload.text(0, 0))
+    except Exception as exc:
+        outbox.send(("failed", slot, f"{type(exc).__name__}: {exc}"))
+        return
+    outbox.send(("ready", slot, None))
+    while True:
+        msg = inbox.get()
+        if msg is None:
+            return
+        if msg == "stats":
+            outbox.send(("stats", slot, stats()))
+            continue
+        req: Request = msg
+        t0 = time.perf_counter()
+        try:
+            ids, path = serve(req.session, workload.text(req.traj, req.call))
+            err = None
+        except Exception as exc:  # reported per request; the worker keeps serving
+            ids, path, err = np.zeros(0, np.uint32), "error", f"{type(exc).__name__}: {exc}"
+        t1 = time.perf_counter()
+        outbox.send(Done(req.rid, slot, t0, t1, path, len(ids), ids.copy() if keep else None, err))
+
+
+class WorkerPool:
+    """N worker processes behind one ``submit``; results arrive on ``results()``."""
+
+    def __init__(
+        self,
+        mode: str,
+        tokenizer_name: str,
+        workload: Workload,
+        *,
+        workers: int = 1,
+        verify_rate: float = 0.05,
+        keep_ids: bool = False,
+        tier_kw: dict | None = None,
+        start_timeout_s: float = 300.0,
+    ):
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
+        if workers < 1:
+            raise ValueError("workers must be >= 1")
+        self.mode, self.workers = mode, workers
+        self._args = (mode, tokenizer_name, workload)
+        self._verify_rate, self._keep, self._tier_kw = verify_rate, keep_ids, dict(tier_kw or {})
+        self._ctx = mp.get_context("spawn")  # no fork after threads (tokenizers, numba)
+        self._readers: dict = {}  # result pipe (one per worker process) -> slot
+        self.affine = mode == "tier"
+        shared = None if self.affine else self._ctx.Queue()
+        self._inboxes = [shared or self._ctx.Queue() for _ in range(workers)]
+        self._procs: list = [None] * workers
+        self._pending: dict[int, Request] = {}  # sent, not done (re-sent if its worker dies)
+        self._lock = threading.Lock()
+        self.restarts = 0
+        self._done: queue.SimpleQueue = queue.SimpleQueue()
+        self._closed = False
+        for slot in range(workers):
+            self._start(slot)
+        self._await_ready(set(range(workers)), start_timeout_s)
+        self._collector = threading.Thread(target=self._collect, daemon=True)
+        self._collector.start()
+
+    # --- workers -----------------------------------------------------------------------
+    def _start(self, slot: int) -> None:
+        # Each worker answers on its own pipe: a killed worker can garble only its own.
+        if self.affine:
+            self._inboxes[slot] = self._ctx.Queue()
+        reader, writer = self._ctx.Pipe(duplex=False)
+        p = self._ctx.Process(
+            target=_worker_main,
+            args=(slot, *self._args, self._inboxes[slot], writer, self._verify_rate,
+                  self._tier_kw, self._keep),
+            daemon=True,
+        )  # fmt: skip
+        p.start()
+        writer.close()
+        with self._lock:
+            self._readers[reader] = slot
+        self._procs[slot] = p
+
+    def _await_ready(self, slots: set[int], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while slots:
+            ready = mpc.wait(list(self._readers), timeout=max(0.0, deadline - time.monotonic()))
+            if not ready:
+                self.close()
+                raise TimeoutError(f"workers {sorted(slots)} did not start in {timeout:.0f} s")
+            for conn in ready:
+                try:
+                    kind, slot, info = conn.recv()
+                except EOFError:
+                    kind, slot, info = "failed", self._readers[conn], "exited while starting"
+                if kind == "failed":
+                    self.close()
+                    raise RuntimeError(f"worker {slot} failed to start: {info}")
+                slots.discard(slot)
+
+    def kill(self, slot: int) -> None:
+        """Kill one worker process (fault injection); ``check_workers`` restarts it."""
+        self._procs[slot].kill()
+        self._procs[slot].join(10)
+
+    def check_workers(self) -> list[int]:
+        """Restart dead workers empty and re-send their unfinished requests; returns the slots."""
+        dead = [s for s, p in enumerate(self._procs) if p is not None and not p.is_alive()]
+        for slot in dead:
+            self.restarts += 1
+            self._start(slot)
+        if dead:
+            with self._lock:
+                lost = [
+                    r for r in self._pending.values() if not self.affine or self._slot(r) in dead
+                ]
+            for r in sorted(lost, key=lambda r: r.rid):
+                self._inboxes[self._slot(r)].put(r)
+        return dead
+
+    # --- requests ----------------------------------------------------------------------
+    def _slot(self, req: Request) -> int:
+        return affinity(req.session, self.workers) if self.affine else 0
+
+    def submit(self, req: Request) -> None:
+        with self._lock:
+            self._pending[req.rid] = req
+        self._inboxes[self._slot(req)].put(req)
+
+    def _collect(self) -> None:
+        while not self._closed:
+            with self._lock:
+                conns = list(self._readers)
+            for conn in mpc.wait(conns, timeout=0.2):
+                try:
+                    msg = conn.recv()
+                except (EOFError, OSError):  # the worker died: forget its pipe
+                    with self._lock:
+                        self._readers.pop(conn, None)
+                    conn.close()
+                    continue
+                self._route(msg)
+
+    def _route(self, msg) -> None:
+        if isinstance(msg, Done):
+            with self._lock:
+                if self._pending.pop(msg.rid, None) is None:
+                    return  # a re-sent request answered twice
+        self._done.put(msg)  # results, and ("ready" after a restart) / ("stats", ...) tuples
+
+    def results(self, n: int, timeout: float) -> list[Done]:
+        """Up to ``n`` results within ``timeout`` seconds (restarting dead workers meanwhile)."""
+        out, deadline = [], time.monotonic() + timeout
+        while len(out) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                msg = self._done.get(timeout=min(left, 0.5))
+            except queue.Empty:
+                self.check_workers()
+                continue
+            if isinstance(msg, Done):
+                out.append(msg)
+        return out
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._pending)
+
+    def stats(self, timeout: float = 120.0) -> list[dict]:
+        """Each worker's own stats (the tier's counters and its verifier's)."""
+        if not self.affine:
+            return []
+        for box in self._inboxes:
+            box.put("stats")
+        got, deadline = {}, time.monotonic() + timeout
+        while len(got) < self.workers and time.monotonic() < deadline:
+            with contextlib.suppress(queue.Empty):
+                msg = self._done.get(timeout=0.5)
+                if isinstance(msg, tuple) and msg[0] == "stats":
+                    got[msg[1]] = msg[2]
+        return [got[s] for s in sorted(got)]
+
+    def close(self) -> None:
+        self._closed = True
+        for box in {id(b): b for b in self._inboxes}.values():
+            for _ in range(self.workers):
+                with contextlib.suppress(Exception):
+                    box.put(None)
+        for p in self._procs:
+            if p is not None:
+                p.join(5)
+                if p.is_alive():
+                    p.kill()
+        for conn in list(self._readers):
+            conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
