@@ -11,6 +11,7 @@ include: "workflow/rules/certify.smk"
 include: "workflow/rules/repair.smk"
 include: "workflow/rules/engine.smk"
 include: "workflow/rules/lopt.smk"
+include: "workflow/rules/verifier.smk"
 include: "workflow/rules/notebooks.smk"
 
 

@@ -202,11 +202,23 @@ class WorkerPool:
     def _await_ready(self, slots: set[int], timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while slots:
-            ready = mpc.wait(list(self._readers), timeout=max(0.0, deadline - time.monotonic()))
+            sentinels = {self._procs[s].sentinel: s for s in slots}
+            ready = mpc.wait(
+                [*self._readers, *sentinels], timeout=max(0.0, deadline - time.monotonic())
+            )
             if not ready:
                 self.close()
                 raise TimeoutError(f"workers {sorted(slots)} did not start in {timeout:.0f} s")
             for conn in ready:
+                if conn in sentinels:  # exited before saying ready (e.g. no __main__ guard)
+                    if any(r in ready for r, s in self._readers.items() if s == sentinels[conn]):
+                        continue  # its last words are on its pipe: read them below
+                    code = self._procs[sentinels[conn]].exitcode
+                    self.close()
+                    raise RuntimeError(
+                        f"worker {sentinels[conn]} exited with code {code} while starting; "
+                        "scripts that start workers need an `if __name__ == '__main__':` guard"
+                    )
                 try:
                     kind, slot, info = conn.recv()
                 except EOFError:

@@ -55,4 +55,12 @@ ALL_OUTPUTS = [
     "results/tables/lopt-counterexamples.csv",
     "results/figures/lopt-counterexamples.png",
     "results/notebooks/07-lopt-counterexample.ipynb",
+    "results/tables/verifier-faults.csv",
+    "results/tables/verifier-delay.csv",
+    "results/figures/verifier-faults.png",
+    "results/notebooks/08-verifier-faults.ipynb",
+    "results/tables/tail-capacity.csv",
+    "results/tables/burst-tails.csv",
+    "results/figures/tail-capacity.png",
+    "results/notebooks/09-tail-capacity.ipynb",
 ]

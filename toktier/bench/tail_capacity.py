@@ -1,0 +1,199 @@
+"""Experiment 09: sojourn tails and capacity of the tier vs stateless front ends (paper §6.5).
+
+Every configuration sees the same seeded request sequence (Poisson over the
+trajectories' request mixture, or recorded-gap burst replay) on the same
+machine in one run.  The load generator runs in this process; the workers are
+separate processes, so on a small machine the generator takes CPU too -- the
+outputs record the core count.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from .. import loadgen
+from ..serving import WorkerPool
+
+DEFAULT_CONFIGS = (
+    {"name": "stateless reference, 1 worker", "mode": "reference", "workers": 1},
+    {"name": "stateless reference, 2 workers", "mode": "reference", "workers": 2},
+    {"name": "stateless fastokens, 2 workers", "mode": "fastokens", "workers": 2},
+    {"name": "toktier, 1 repair worker", "mode": "tier", "workers": 1},
+    {"name": "toktier, 2 repair workers", "mode": "tier", "workers": 2},
+)
+
+
+def _p(x: np.ndarray, q: float) -> float:
+    return float(np.percentile(x, q) * 1e3) if x.size else float("nan")
+
+
+def _summary(out: dict) -> dict:
+    soj = out["sojourn_s"]
+    init, cont = out["kind"] == "init", out["kind"] == "cont"
+    return {
+        "requests": len(soj),
+        "completed": int(out["done"].sum()),
+        "errors": int(out["errors"]),
+        "p50_ms": _p(soj, 50),
+        "p99_ms": _p(soj, 99),
+        "p99_init_ms": _p(soj[init], 99),
+        "p99_cont_ms": _p(soj[cont], 99),
+        "service_p50_ms": _p(out["service_s"][out["done"]], 50),
+        "service_p99_ms": _p(out["service_s"][out["done"]], 99),
+        "init_share": float(init.mean()) if len(soj) else 0.0,
+        "backlogged": bool((~out["done"]).any()),
+    }
+
+
+def _pool(cfg, tokenizer_name, work, verify_rate):
+    return WorkerPool(
+        cfg["mode"], tokenizer_name, work, workers=cfg["workers"], verify_rate=verify_rate
+    )
+
+
+def _verifier_totals(pool: WorkerPool) -> dict:
+    keys = ("sampled", "checked", "mismatches", "dropped", "errors")
+    stats = pool.stats()
+    out = {k: sum(s["verifier"][k] for s in stats if "verifier" in s) for k in keys}
+    out["route_gpu"] = sum(s.get("route_gpu", 0) for s in stats)
+    return out
+
+
+def capacity_sweep(
+    trajs,
+    tokenizer_name: str,
+    *,
+    configs=DEFAULT_CONFIGS,
+    loads: dict[str, list[float]],
+    duration_s: float,
+    max_context_chars: int | None,
+    verify_rate: float = 0.05,
+    live_sessions: int = 64,
+    stop_ms: float = 2000.0,
+    drain_s: float = 10.0,
+    seed: int = 0,
+    progress: bool = True,
+):
+    """P99 sojourn vs Poisson offered load per configuration; returns (rows, verifier totals).
+
+    A configuration's ladder stops after its first backlogged point or a P99 above
+    ``stop_ms`` (higher loads can only be worse; the time is better spent elsewhere).
+    """
+    work = loadgen.build_workload(trajs, tokenizer_name, max_context_chars=max_context_chars)
+    p_init = loadgen.init_share(trajs)
+    rows, verifier = [], {}
+    for cfg in configs:
+        ladder = loads[cfg["mode"]]
+        with _pool(cfg, tokenizer_name, work, verify_rate) as pool:
+            src = loadgen.MixtureSource(work, p_init=p_init, live=live_sessions, seed=seed)
+            loadgen.closed_loop(pool, src.warm())
+            bar = tqdm(ladder, desc=cfg["name"], disable=not progress, leave=False)
+            for i, rate in enumerate(bar):
+                offs = loadgen.poisson_offsets(rate, duration_s, seed=seed + i)
+                sched = [(float(o), src.next()) for o in offs]
+                t0 = time.perf_counter()
+                out = loadgen.run_open_loop(pool, sched, drain_s=drain_s)
+                row = {"config": cfg["name"], "mode": cfg["mode"], "workers": cfg["workers"],
+                       "offered_rps": rate, "wall_s": time.perf_counter() - t0, **_summary(out)}  # fmt: skip
+                row["achieved_rps"] = row["completed"] / duration_s
+                rows.append(row)
+                bar.set_postfix(p99_ms=f"{row['p99_ms']:.1f}")
+                if row["backlogged"] or row["p99_ms"] > stop_ms:
+                    break
+            if cfg["mode"] == "tier":
+                verifier[cfg["name"]] = _verifier_totals(pool)
+    return rows, verifier
+
+
+def capacity(rows: list[dict], objective_ms: float) -> dict[str, float]:
+    """Per configuration: the highest offered load whose P99 meets the objective (0: none)."""
+    out: dict[str, float] = {}
+    for r in rows:
+        out.setdefault(r["config"], 0.0)
+        if not r["backlogged"] and r["p99_ms"] <= objective_ms:
+            out[r["config"]] = max(out[r["config"]], r["offered_rps"])
+    return out
+
+
+def burst_tails(
+    trajs,
+    tokenizer_name: str,
+    *,
+    configs=DEFAULT_CONFIGS,
+    scenarios: int,
+    sessions: int,
+    calls: int,
+    window_s: float,
+    compression: float,
+    max_context_chars: int | None,
+    verify_rate: float = 0.05,
+    drain_s: float = 30.0,
+    seed: int = 0,
+    progress: bool = True,
+) -> list[dict]:
+    """Initialization and continuation P99 per recorded-gap burst scenario and configuration."""
+    work = loadgen.build_workload(trajs, tokenizer_name, max_context_chars=max_context_chars)
+    rows = []
+    for cfg in configs:
+        with _pool(cfg, tokenizer_name, work, verify_rate) as pool:
+            for s in tqdm(range(scenarios), desc=f"bursts: {cfg['name']}", disable=not progress):
+                sched = loadgen.burst_schedule(
+                    work, trajs, sessions=sessions, calls=calls, window_s=window_s,
+                    compression=compression, seed=seed + s,
+                )  # fmt: skip
+                out = loadgen.run_open_loop(pool, sched, drain_s=drain_s)
+                rows.append({"config": cfg["name"], "mode": cfg["mode"], "workers": cfg["workers"],
+                             "scenario": s, **_summary(out)})  # fmt: skip
+    return rows
+
+
+def verifier_overhead(tok, trajs, *, sessions: int, appends: int, context_chars: int, rate=0.05):
+    """Repair latency with the verifier off and at ``rate``, interleaved on identical requests.
+
+    Also times ``offer`` itself (the only request-path work the verifier adds).
+    """
+    from ..bench.streams import natural_cell
+    from ..tier import Tier
+    from ..verifier import ShadowVerifier
+
+    cells = [
+        natural_cell(trajs, tok.name, context_chars, appends, start=7 * s) for s in range(sessions)
+    ]
+    tiers = {0.0: Tier(tok, verify_rate=0), rate: Tier(tok, verify_rate=rate)}
+    lat: dict[float, list[float]] = {0.0: [], rate: []}
+    for k, cell in enumerate(cells):
+        for tier in tiers.values():
+            tier.encode(cell.prefix, session=f"s{k}")
+        for a in cell.appends:
+            for r, tier in tiers.items():
+                t0 = time.perf_counter()
+                tier.append(f"s{k}", a)
+                lat[r].append(time.perf_counter() - t0)
+    on = tiers[rate]
+    st = on.verifier.stats()
+    on.shutdown()
+    off_p50 = float(np.median(lat[0.0]) * 1e3)
+    on_p50 = float(np.median(lat[rate]) * 1e3)
+    # the offer alone, on the last session's state: sampled and unsampled calls together
+    state = on.store.get(f"s{len(cells) - 1}")
+    ids = state.ids[: state.n]
+    probe = ShadowVerifier(tok, rate=rate, reference=lambda _text: ids, queue_size=1 << 20, seed=1)
+    n = 2000
+    t0 = time.perf_counter()
+    for _ in range(n):
+        probe.offer(ids, state.text_parts, "repair", "s")
+    offer_ms = (time.perf_counter() - t0) / n * 1e3
+    probe.close()
+    return {
+        "rate": rate,
+        "requests": len(lat[0.0]),
+        "repair_p50_ms_off": off_p50,
+        "repair_p50_ms_on": on_p50,
+        "p50_ratio": on_p50 / off_p50,
+        "offer_mean_ms": offer_ms,
+        "offer_share_of_repair_p50": offer_ms / off_p50,
+        "verifier": st,
+    }

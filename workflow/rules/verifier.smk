@@ -1,0 +1,83 @@
+rule notebook_verifier_faults:
+    """Claim S1: the shadow verifier catches every sampled injected fault, flags no clean request,
+    and detects a faulty stream after a geometric number of requests."""
+    input:
+        notebook="build/notebooks/08-verifier-faults.ipynb",
+        trajectories=TRAJECTORIES,
+        tokenizer=tokenizer_json(config["verifier"]["tokenizer"]),
+    output:
+        notebook="results/notebooks/08-verifier-faults.ipynb",
+        table="results/tables/verifier-faults.csv",
+        delay="results/tables/verifier-delay.csv",
+        run="results/runs/verifier-faults.json",
+        figure=report(
+            "results/figures/verifier-faults.png",
+            caption="../report/verifier-faults.rst",
+            category="Verification",
+        ),
+    params:
+        py=PY,
+        home=DATA_HOME,
+        root=str(ROOT),
+        tokenizer=config["verifier"]["tokenizer"],
+        requests=config["verifier"]["requests"],
+        fault_rate=config["verifier"]["fault_rate"],
+        rates=json.dumps(config["verifier"]["rates"]),
+        campaigns=config["verifier"]["campaigns"],
+        max_context_chars=config["verifier"]["max_context_chars"],
+        seed=config["certification"]["seed"],
+    log:
+        "results/logs/notebooks/08-verifier-faults.log",
+    conda:
+        "../../environment.yml"
+    shell:
+        "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} "
+        "--cwd {params.root:q} -k python3 -p tokenizer {params.tokenizer:q} "
+        "-p archive {input.trajectories:q} -p requests {params.requests} "
+        "-p fault_rate {params.fault_rate} -y 'rates: {params.rates}' "
+        "-p campaigns {params.campaigns} -p max_context_chars {params.max_context_chars} "
+        "-p seed {params.seed} -p results_dir results > {log:q} 2>&1"
+
+
+rule notebook_tail_capacity:
+    """Claim T1: P99 sojourn vs offered load and burst tails, tier vs stateless front ends."""
+    # Timings: the job takes every core, so no other job of the workflow runs beside it.
+    threads: workflow.cores
+    input:
+        notebook="build/notebooks/09-tail-capacity.ipynb",
+        trajectories=TRAJECTORIES,
+        tokenizer=tokenizer_json(config["capacity"]["tokenizer"]),
+    output:
+        notebook="results/notebooks/09-tail-capacity.ipynb",
+        table="results/tables/tail-capacity.csv",
+        bursts="results/tables/burst-tails.csv",
+        run="results/runs/tail-capacity.json",
+        figure=report(
+            "results/figures/tail-capacity.png",
+            caption="../report/tail-capacity.rst",
+            category="Service",
+        ),
+    params:
+        py=PY,
+        home=DATA_HOME,
+        root=str(ROOT),
+        tokenizer=config["capacity"]["tokenizer"],
+        sessions=config["capacity"]["sessions"],
+        duration=config["capacity"]["duration_s"],
+        loads_stateless=json.dumps(config["capacity"]["loads_stateless"]),
+        loads_tier=json.dumps(config["capacity"]["loads_tier"]),
+        workers=json.dumps(config["capacity"]["workers"]),
+        scenarios=config["capacity"]["burst_scenarios"],
+        seed=config["certification"]["seed"],
+    log:
+        "results/logs/notebooks/09-tail-capacity.log",
+    conda:
+        "../../environment.yml"
+    shell:
+        "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} "
+        "--cwd {params.root:q} -k python3 -p tokenizer {params.tokenizer:q} "
+        "-p archive {input.trajectories:q} -p sessions {params.sessions} "
+        "-p duration_s {params.duration} -y 'loads_stateless: {params.loads_stateless}' "
+        "-y 'loads_tier: {params.loads_tier}' -y 'workers: {params.workers}' "
+        "-p burst_scenarios {params.scenarios} -p seed {params.seed} -p results_dir results "
+        "> {log:q} 2>&1"
