@@ -34,7 +34,7 @@ archive = ""  # empty: the verified local copy
 sessions = 100  # trajectories the request mixture is drawn from (0: all)
 max_context_chars = 0  # 0: no cap
 duration_s = 4.0  # Poisson steady state per load point
-loads_stateless = [2, 4, 8, 16, 32]
+loads_stateless = [2, 4, 8, 16, 32, 64]
 loads_tier = [25, 50, 100, 200, 400, 800, 1600]
 workers = [1, 2]
 objectives_ms = [50, 250]
@@ -60,6 +60,7 @@ import pandas as pd
 import seaborn as sns
 
 import toktier
+from toktier import loadgen
 from toktier.bench import tail_capacity as tc
 from toktier.bench.machine import machine_facts
 from toktier.bench.streams import load_trajectories
@@ -94,7 +95,8 @@ print(f"{os.cpu_count()} cores; {len(trajs)} trajectories; configs: {[c['name'] 
 # ## Capacity: P99 sojourn vs offered Poisson load
 
 # %%
-loads = {"reference": loads_stateless, "fastokens": loads_stateless, "tier": loads_tier}
+# fastokens is fast enough to need the tier's ladder
+loads = {"reference": loads_stateless, "fastokens": loads_tier, "tier": loads_tier}
 rows, verifier = tc.capacity_sweep(
     trajs, tokenizer, configs=configs, loads=loads, duration_s=duration_s,
     max_context_chars=cap, verify_rate=verify_rate, seed=seed,
@@ -188,6 +190,7 @@ run = {
     "tokenizer": tokenizer,
     "trajectories": len(trajs),
     "init_share": float(cap_df["init_share"].mean()),
+    "recorded_init_share": loadgen.init_share(trajs),
     "capacity_rps": capacity,
     "ratios": ratios,
     "verifier_5pct": verifier,

@@ -27,7 +27,7 @@ def _check(tok, work, req, done):
 
 def test_tier_pool_is_exact_and_survives_a_killed_worker(setup):
     _, work, tok = setup
-    src = loadgen.MixtureSource(work, p_init=0.1, live=6, seed=3)
+    src = loadgen.MixtureSource(work, live=6, start="random", seed=3)
     reqs = src.warm() + [src.next() for _ in range(30)]
     with WorkerPool("tier", "llama3", work, workers=2, keep_ids=True, verify_rate=1.0) as pool:
         paths = {}
@@ -64,7 +64,7 @@ def test_tier_pool_is_exact_and_survives_a_killed_worker(setup):
 
 def test_open_loop_stateless_reference(setup):
     _, work, _ = setup
-    src = loadgen.MixtureSource(work, p_init=0.05, live=4, seed=1)
+    src = loadgen.MixtureSource(work, live=4, seed=1)
     offs = loadgen.poisson_offsets(20.0, 1.0, seed=2)
     sched = [(float(o), src.next()) for o in offs]
     with WorkerPool("reference", "llama3", work, workers=1) as pool:

@@ -138,31 +138,51 @@ def _cmd_certify_engine(args) -> int:
     from .registry import known, load
 
     names = args.names or [n for n in known() if load(n).family != "wordpiece"]
+    gpu_options = {}
+    device_facts = None
+    if args.device == "gpu":
+        from .engine.gpu import GpuEngine, tune_simulator
+
+        if not GpuEngine.available():
+            raise ToktierError(
+                "--device gpu: no usable CUDA GPU with CuPy (pip install 'toktier[gpu]'); "
+                "set NUMBA_ENABLE_CUDASIM=1 for a small simulator run"
+            )
+        tune_simulator()
+        gpu_options = {"batch": args.batch, "max_synthetic": args.max_synthetic,
+                       "single_limit": args.single_limit, "cut_limit": args.cut_limit}  # fmt: skip
+    elif any(v is not None for v in (args.max_synthetic, args.single_limit, args.cut_limit)):
+        raise ToktierError("--max-synthetic/--single-limit/--cut-limit apply to --device gpu")
     results = []
     for name in names:
         tok = load(name)
         r = engine_campaign.run_campaign(
             tok, args.chars, seed=args.seed, codepoint_stride=args.codepoint_stride,
-            progress=not args.quiet,
+            progress=not args.quiet, device=args.device, **gpu_options,
         )  # fmt: skip
         d = r.to_dict()
         results.append(d)
+        device_facts = d.get("device_facts", device_facts)
+        extra = ""
+        if args.device == "gpu":
+            extra = f"; single path {d['single_inputs']:,} texts / {d['single_chars']:,} chars"
         print(
-            f"{name}: split {d['split_inputs']:,} inputs / {d['split_chars']:,} chars / "
+            f"{name} [{args.device}]: split {d['split_inputs']:,} inputs / {d['split_chars']:,} chars / "
             f"{d['split_pieces']:,} pieces; ids {d['id_inputs']:,} inputs / {d['id_chars']:,} chars / "
             f"{d['id_tokens']:,} tokens; {d['cuts_checked']:,} cuts proven; "
-            f"{d['codepoints_covered']:,} code points -> {d['divergences']} divergences ({d['seconds']} s)"
+            f"{d['codepoints_covered']:,} code points{extra} -> {d['divergences']} divergences "
+            f"({d['seconds']} s)"
         )
     if args.out:
-        _write_json(
-            args.out,
-            {
-                "machine": machine_facts(),
-                "chars_requested": args.chars,
-                "codepoint_stride": args.codepoint_stride,
-                "results": results,
-            },
-        )
+        record = {
+            "machine": machine_facts(),
+            "chars_requested": args.chars,
+            "codepoint_stride": args.codepoint_stride,
+            "results": results,
+        }
+        if args.device == "gpu":
+            record |= {"device": "gpu", "gpu": device_facts, "gpu_options": gpu_options}
+        _write_json(args.out, record)
     return 1 if sum(r["divergences"] for r in results) else 0
 
 
@@ -199,6 +219,51 @@ def _cmd_certify_repair(args) -> int:
         for r in rows
     )
     return 1 if bad else 0
+
+
+def _cmd_bench_gpu(args) -> int:
+    import socket
+
+    from .bench import gpu_bench
+    from .workload import archives
+
+    archive = Path(args.archive) if args.archive else archives.find_archive("mini-swe-agent")
+    if archive is None:
+        raise ToktierError("no trajectory archive: pass --archive (see `toktier fetch-data`)")
+    opts = {
+        "sizes": args.sizes, "samples": args.samples, "tail_chars": args.tail_chars,
+        "tail_samples": args.tail_samples, "corpus_chars": args.corpus_chars,
+        "repeats": args.repeats, "cpu": not args.no_cpu, "contention_procs": args.contention_procs,
+    }  # fmt: skip
+    if args.smoke:  # a few tiny texts: proves the script runs (simulator CI), times nothing
+        opts |= {
+            "sizes": [1500],
+            "samples": 1,
+            "tail_chars": 1000,
+            "tail_samples": 1,
+            "corpus_chars": 600,
+            "repeats": 1,
+            "cpu": False,
+            "contention_procs": 1,
+            "trajectories": 40,
+            "corpus_sources": ("stdlib",),
+        }
+    record = gpu_bench.run(
+        args.tokenizers, archive, allow_simulator=args.allow_simulator, progress=not args.quiet,
+        **opts,
+    )  # fmt: skip
+    out = args.out or f"results/runs/gpu-{socket.gethostname()}.json"
+    _write_json(out, record)
+    for r in record["latency_summary"]:
+        print(f"{r['tokenizer']} {r['method']:26s} {r['chars']:>9,} chars: "
+              f"P50 {r['p50']:9.2f} ms  P90 {r['p90']:9.2f} ms (n={r['n']})")  # fmt: skip
+    for r in record["throughput"]:
+        print(f"{r['tokenizer']} {r['corpus']:12s} {r['mode']:11s} {r['gb_per_s']:8.4f} GB/s")
+    for r in record["tail_summary"]:
+        print(f"{r['tokenizer']} {r['method']:26s} contention={r['contention']!s:5s} "
+              f"P99 {r['p99']:8.2f} ms")  # fmt: skip
+    print(f"host syncs per request: {record['host_syncs']}; exact: {record['all_exact']}; -> {out}")
+    return 0 if record["all_exact"] else 1
 
 
 def _cmd_fetch_data(args) -> int:
@@ -267,6 +332,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--quiet", action="store_true", help="no progress bars")
     s.add_argument("--out", help="write the JSON record here")
+    s.add_argument(
+        "--device", choices=["cpu", "gpu"], default="cpu",
+        help="engine to certify: the numba CPU engine or the GPU engine (a CUDA GPU, or the "
+        "CUDA simulator with NUMBA_ENABLE_CUDASIM=1)",
+    )  # fmt: skip
+    s.add_argument("--batch", type=int, default=4096, help="gpu: documents per pipeline run")
+    s.add_argument("--max-synthetic", type=int, help="gpu: sample this many synthetic inputs")
+    s.add_argument("--single-limit", type=int, help="gpu: real documents on the single path")
+    s.add_argument("--cut-limit", type=int, help="gpu: texts whose cuts are proven")
     s.set_defaults(func=_cmd_certify_engine)
 
     s = sub.add_parser(
@@ -286,6 +360,30 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out")
     s.add_argument("--table")
     s.set_defaults(func=_cmd_certify_repair)
+
+    s = sub.add_parser(
+        "bench-gpu",
+        help="GPU full tokenization: latency, GB/s, host syncs, P99 (needs a CUDA GPU)",
+    )
+    s.add_argument("--tokenizers", nargs="+", default=["qwen3"])
+    s.add_argument("--archive", help="trajectory archive (default: the verified mirror copy)")
+    s.add_argument("--out", help="JSON record (default: results/runs/gpu-<host>.json)")
+    s.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000, 2_000_000,
+                                                             4_400_000])  # fmt: skip
+    s.add_argument("--samples", type=int, default=5, help="fresh texts per size")
+    s.add_argument("--tail-chars", type=int, default=50_000)
+    s.add_argument("--tail-samples", type=int, default=200, help="texts for the P99 rows")
+    s.add_argument("--corpus-chars", type=int, default=1_000_000, help="per corpus")
+    s.add_argument("--repeats", type=int, default=2, help="throughput: best of")
+    s.add_argument("--no-cpu", action="store_true", help="skip the CPU engine rows")
+    s.add_argument("--contention-procs", type=int, help="busy processes (default: all cores)")
+    s.add_argument(
+        "--allow-simulator", action="store_true",
+        help="permit a run under NUMBA_ENABLE_CUDASIM=1 (smoke only: timings are meaningless)",
+    )  # fmt: skip
+    s.add_argument("--smoke", action="store_true", help="tiny sizes (with --allow-simulator)")
+    s.add_argument("--quiet", action="store_true")
+    s.set_defaults(func=_cmd_bench_gpu)
 
     s = sub.add_parser(
         "fetch-data", help="obtain a third-party archive from a mirror or URL (sha256-verified)"

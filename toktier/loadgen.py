@@ -5,10 +5,10 @@ have finished, so queueing shows up in the sojourn time (done - scheduled).
 Two arrival processes:
 
 - Poisson at a given rate over the measured request mixture: each request
-  advances a random live session by one call (a continuation), or, with the
-  trajectories' own share of calls without a reusable prefix, starts a session
-  at a random call of a random trajectory (an initialization: the tier holds no
-  state for it, so the whole context is encoded);
+  advances a random live session by one call (a continuation); a session that
+  has made all its recorded calls is replaced by a new one whose first request
+  is an initialization -- so initializations are the trajectories' own share of
+  calls (session starts), as recorded;
 - burst replay: sessions that all start within a short window, each resuming at
   a random call (its first request is an initialization), the following calls
   at the recorded ``created`` gaps, divided by a compression factor so a
@@ -55,22 +55,25 @@ def init_share(trajs) -> float:
 class MixtureSource:
     """Session-shaped requests drawn from a workload: continuations and initializations.
 
-    ``warm()`` lists the initializations that make ``live`` sessions (sent before
+    ``live`` sessions run concurrently, each replaying one trajectory's calls in
+    order from ``start`` ("first": call 0, the recorded mixture; "random": a random
+    call, i.e. a session resumed with no state, a larger initialization).
+    ``warm()`` lists the initializations of the first sessions (sent before
     timing); ``next()`` the following request.  Session ids are fresh per source.
     """
 
-    def __init__(self, workload: Workload, *, p_init: float, live: int = 64, seed: int = 0):
-        self.w, self.p_init = workload, p_init
+    def __init__(self, workload: Workload, *, live: int = 64, start: str = "first", seed: int = 0):
+        if start not in ("first", "random"):
+            raise ValueError(f"start must be 'first' or 'random', got {start!r}")
+        self.w, self.start = workload, start
         self.rng = np.random.default_rng(seed)
         self._n = 0
         self._rid = 0
-        self.sessions: list[list[int]] = []  # [session number, traj, next call]
-        for _ in range(live):
-            self.sessions.append(self._fresh())
+        self.sessions: list[list[int]] = [self._fresh() for _ in range(live)]  # [id, traj, call]
 
     def _fresh(self) -> list[int]:
         t = int(self.rng.integers(len(self.w.finals)))
-        c = int(self.rng.integers(self.w.calls(t)))
+        c = int(self.rng.integers(self.w.calls(t))) if self.start == "random" else 0
         self._n += 1
         return [self._n, t, c]
 
@@ -86,7 +89,7 @@ class MixtureSource:
     def next(self) -> Request:
         i = int(self.rng.integers(len(self.sessions)))
         s = self.sessions[i]
-        if self.rng.random() < self.p_init or s[2] >= self.w.calls(s[1]):
+        if s[2] >= self.w.calls(s[1]):
             self.sessions[i] = s = self._fresh()
             return self._request(s, "init")
         return self._request(s, "cont")
@@ -161,8 +164,8 @@ def run_open_loop(
             now = time.perf_counter()
             if now >= target:
                 break
-            if target - now > 0.002:
-                time.sleep(target - now - 0.001)
+            if target - now > 0.0005:  # sleep most of the gap, spin the last ~0.3 ms
+                time.sleep(target - now - 0.0003)
         sched[i] = target
         pool.submit(Request(req.rid, req.session, req.traj, req.call, req.kind, target))
     done = pool.results(n, timeout=(t0 + (offs[-1] if n else 0) + drain_s) - time.perf_counter())

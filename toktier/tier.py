@@ -25,7 +25,7 @@ from .verifier import DEFAULT_RATE, ShadowVerifier
 class Result:
     """One request's answer.  ``ids`` always equals the reference IDs of the full text."""
 
-    ids: np.ndarray  # uint32
+    ids: np.ndarray  # uint32, read-only (the shadow verifier may still be checking it)
     path: str  # the route: "repair", "cpu" (numba engine), "gpu" or "reference"
     reason: str  # why the router chose it
     session: str | None = None
@@ -82,12 +82,12 @@ _CALIBRATION_TEXT = (
 def _auto_gpu(tokenizer):
     """The GPU engine when a real GPU and CuPy are present (never the simulator), else None."""
     try:
-        from .engine.gpu import GpuEngine
+        from .engine.gpu import SIMULATOR, GpuEngine
     except ImportError:
         return None
     try:
-        if not GpuEngine.available(simulator=False):
-            return None
+        if SIMULATOR or not GpuEngine.available():
+            return None  # the simulator is for certification, never for serving
         return GpuEngine(tokenizer)
     except Exception:  # unsupported family, driver trouble: the CPU serves
         return None
@@ -180,8 +180,9 @@ class Tier:
             check_text(text)
             route = self.router.miss(len(text), supported=self._supported)
             ids, _, _ = self._full(route, text)
+            ids.flags.writeable = False
             self._count("requests", "full", "stateless")
-            self._offer(ids, lambda: text, route.name, None)
+            self._offer(ids, lambda: text, route.name, None, owned=True)
             return Result(ids, route.name, f"no session id: {route.reason}")
         self._check_session_id(session)
         with self._lock(session):
@@ -308,9 +309,9 @@ class Tier:
             self._count("spills")
         return getattr(engine, "encode_full", engine.encode)(text)
 
-    def _offer(self, ids, text, path, session) -> None:
+    def _offer(self, ids, text, path, session, *, owned=False) -> None:
         if self.verifier is not None:
-            self.verifier.offer(ids, text, path, session)
+            self.verifier.offer(ids, text, path, session, owned=owned)
 
     def _on_mismatch(self, sample) -> None:
         # Runs in the verifier thread: mark only; the session's own request drops the state.
@@ -394,9 +395,10 @@ class Tier:
         if count:
             self._count("requests", "misses")
         self._count("full")
-        self._offer(ids, lambda: text, route.name, session)
+        ids.flags.writeable = False  # the state holds its own copy; this one is the caller's
+        self._offer(ids, lambda: text, route.name, session, owned=True)
         return Result(
-            ids.copy() if not self.copy_ids else ids,
+            ids,
             route.name,
             reason if reason == route.reason else f"{reason}; {route.reason}",
             session,
@@ -408,12 +410,10 @@ class Tier:
         self, state, path, reason, session, widenings=0, window_chars=0, boundaries=(None, None)
     ) -> Result:
         ids = state.ids[: state.n]
-        self._offer(ids, state.text_parts, path, session)
-        if self.copy_ids:
-            ids = ids.copy()
-        else:
-            ids = ids.view()
-            ids.flags.writeable = False
+        ids = ids.copy() if self.copy_ids else ids.view()
+        ids.flags.writeable = False
+        # a view of the live state is copied if sampled; a copy is the caller's, read-only
+        self._offer(ids, state.text_parts, path, session, owned=self.copy_ids)
         return Result(ids, path, reason, session, widenings, window_chars, boundaries)
 
     def _check_binding(self, state: SessionState) -> None:

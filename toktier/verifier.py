@@ -111,11 +111,14 @@ class ShadowVerifier:
         text: Callable[[], str | tuple[str, ...]],
         path: str,
         session: str | None = None,
+        *,
+        owned: bool = False,
     ) -> bool:
         """Maybe sample one emitted result; ``text()`` is called only if it is sampled.
 
-        Never blocks: a full queue drops the sample and counts it.  Returns whether
-        the sample was queued.
+        ``owned``: ``ids`` will never change (a read-only result array), so a sample
+        keeps it instead of copying it.  Never blocks: a full queue drops the sample
+        and counts it.  Returns whether the sample was queued.
         """
         if self.rate < 1.0 and self._rng.random() >= self.rate:
             with self._guard:
@@ -127,9 +130,8 @@ class ShadowVerifier:
             self._counts["offered"] += 1
             self._counts["sampled"] += 1
             self._seq += 1
-            sample = Sample(
-                self._seq, parts, np.array(ids, copy=True), path, session, time.monotonic()
-            )
+            kept = ids if owned else np.array(ids, copy=True)
+            sample = Sample(self._seq, parts, kept, path, session, time.monotonic())
             try:
                 self._queue.put_nowait(sample)
             except queue.Full:

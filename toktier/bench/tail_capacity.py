@@ -83,12 +83,11 @@ def capacity_sweep(
     ``stop_ms`` (higher loads can only be worse; the time is better spent elsewhere).
     """
     work = loadgen.build_workload(trajs, tokenizer_name, max_context_chars=max_context_chars)
-    p_init = loadgen.init_share(trajs)
     rows, verifier = [], {}
     for cfg in configs:
         ladder = loads[cfg["mode"]]
         with _pool(cfg, tokenizer_name, work, verify_rate) as pool:
-            src = loadgen.MixtureSource(work, p_init=p_init, live=live_sessions, seed=seed)
+            src = loadgen.MixtureSource(work, live=live_sessions, seed=seed)
             loadgen.closed_loop(pool, src.warm())
             bar = tqdm(ladder, desc=cfg["name"], disable=not progress, leave=False)
             for i, rate in enumerate(bar):
@@ -184,7 +183,7 @@ def verifier_overhead(tok, trajs, *, sessions: int, appends: int, context_chars:
     n = 2000
     t0 = time.perf_counter()
     for _ in range(n):
-        probe.offer(ids, state.text_parts, "repair", "s")
+        probe.offer(ids, state.text_parts, "repair", "s", owned=True)  # as Tier offers its copy
     offer_ms = (time.perf_counter() - t0) / n * 1e3
     probe.close()
     return {

@@ -1,5 +1,8 @@
 """Certify the CPU engine against the reference, at split level and at ID level.
 
+(``run_campaign(..., device="gpu")`` runs the same inputs against the GPU
+engine: ``gpu_campaign``.)
+
 Split level: every piece boundary of ``CpuEngine.split`` equals the reference
 ``pre_tokenizer.pre_tokenize_str`` boundaries (ID checks alone miss a wrong cut
 where no merge spans the seam).  ID level: ``CpuEngine.encode`` (and the
@@ -253,8 +256,21 @@ def run_campaign(
     codepoint_stride: int = 1,
     triples: bool = True,
     progress: bool = True,
+    device: str = "cpu",
+    **gpu_options,
 ) -> EngineCertification:
-    """Split- and ID-level certification of the CPU engine for one tokenizer."""
+    """Split- and ID-level certification of the CPU engine for one tokenizer.
+
+    ``device="gpu"`` certifies the GPU engine instead (``gpu_campaign``; a real
+    GPU, or the CUDA simulator for a smoke run); ``gpu_options`` go there.
+    """
+    if device == "gpu":
+        from .gpu_campaign import run_gpu_campaign
+
+        return run_gpu_campaign(tok, n_chars, seed=seed, codepoint_stride=codepoint_stride,
+                                triples=triples, progress=progress, **gpu_options)  # fmt: skip
+    if device != "cpu" or gpu_options:
+        raise ValueError(f"unknown device {device!r} or options {sorted(gpu_options)}")
     t0 = time.perf_counter()
     cert = Certifier(tok)
     r = cert.report

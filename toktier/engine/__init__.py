@@ -3,7 +3,9 @@
 
 - ``reference``: HF tokenizers itself (every family; WordPiece and unsupported stay here);
 - ``cpu``: toktier's numba engine for the byte-level BPE families, certified against the
-  reference (``toktier certify-engine``), the default wherever it applies.
+  reference (``toktier certify-engine``), the default wherever it applies;
+- ``gpu``: the same rules as a chain of numba-cuda kernels (``engine.gpu.GpuEngine``; a CUDA
+  GPU with CuPy, or the CUDA simulator in CI), certified with ``certify-engine --device gpu``.
 """
 
 from .reference import ReferenceEngine

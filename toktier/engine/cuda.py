@@ -6,7 +6,7 @@ path built on them -- one thread per text range, ranges cut at certified
 boundaries exactly as the CPU's parallel encode cuts them -- and the harness the
 CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) runs in CI so every device function
 is exercised on the CPU.  The full GPU pipeline (per-character scans, BPE by
-piece length, graphs) is the GPU issue's; it reuses these device functions.
+piece length, graphs) is ``engine.gpu``; it reuses these device functions.
 """
 
 from __future__ import annotations

@@ -1,0 +1,65 @@
+"""``toktier bench-gpu`` cannot rot: it refuses without a GPU, and a tiny simulator run works.
+
+The real benchmark needs a CUDA GPU; under the CUDA simulator ``--allow-simulator
+--smoke`` runs every part of it (latency deliveries, Gigatoken, batch throughput
+with pre-tokenization alone, graph/eager tails with and without CPU contention)
+on a few tiny texts.  The record's schema is what the notebook rows are drawn from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+
+def _cli(args: list[str], *, sim: bool, timeout: int = 600):
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    if sim:
+        env["NUMBA_ENABLE_CUDASIM"] = "1"
+    return subprocess.run(
+        [sys.executable, "-m", "toktier", "bench-gpu", *args], env=env, capture_output=True,
+        text=True, timeout=timeout,
+    )  # fmt: skip
+
+
+def test_bench_gpu_refuses_without_a_gpu(tmp_path):
+    out = tmp_path / "gpu.json"
+    proc = _cli(["--smoke", "--archive", str(tmp_path), "--out", str(out)], sim=False)
+    assert proc.returncode == 2 and "no usable CUDA GPU" in proc.stderr, proc.stderr
+    proc = _cli(["--smoke", "--archive", str(tmp_path), "--out", str(out)], sim=True)
+    assert proc.returncode == 2 and "--allow-simulator" in proc.stderr, proc.stderr
+    proc = _cli(["--allow-simulator", "--archive", str(tmp_path), "--out", str(out)], sim=True)
+    assert proc.returncode == 2 and "--smoke" in proc.stderr, proc.stderr  # full sizes refused
+    assert not out.exists()
+
+
+def test_bench_gpu_smoke_run_under_the_simulator(tmp_path, trajectory_archive):
+    out = tmp_path / "gpu.json"
+    args = ["--allow-simulator", "--smoke", "--quiet", "--tokenizers", "llama3"]
+    proc = _cli([*args, "--archive", str(trajectory_archive), "--out", str(out)], sim=True)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    rec = json.loads(out.read_text())
+    assert rec["kind"] == "gpu-bench" and rec["device"] == "cudasim" and rec["all_exact"]
+    assert rec["gpu"]["device"] == "cudasim" and "cpu" in rec["machine"]
+    methods = {r["method"] for r in rec["latency"]}
+    assert {"toktier GPU, arrays", "toktier GPU, list", "toktier GPU, export"} <= methods
+    assert all(r["exact"] for r in rec["latency"] if r["method"].startswith("toktier"))
+    assert {(r["corpus"], r["mode"]) for r in rec["throughput"]} >= {
+        ("stdlib", "ids"),
+        ("stdlib", "pretokenize"),
+    }
+    assert all(r["gb_per_s"] > 0 and r["bytes"] > 0 for r in rec["throughput"])
+    tails = {(r["method"], r["contention"]) for r in rec["tail"]}
+    assert tails == {
+        (m, c) for m in ("toktier GPU, graph replay", "toktier GPU, eager") for c in (False, True)
+    }
+    syncs = rec["host_syncs"]["llama3"]
+    assert syncs["toktier GPU, arrays"] == [1] and syncs["toktier GPU, export"] == [2]
+    assert {"tokenizer", "method", "chars", "n", "p50", "p90", "p99"} <= set(
+        rec["latency_summary"][0]
+    )
+    assert {"method", "contention", "p99"} <= set(rec["tail_summary"][0])
+    eng = rec["engines"]["llama3"]
+    assert eng["graphs"] is False and "simulator" in eng["graphs_reason"]
