@@ -56,10 +56,12 @@ class MixtureSource:
     """Session-shaped requests drawn from a workload: continuations and initializations.
 
     ``live`` sessions run concurrently, each replaying one trajectory's calls in
-    order from ``start`` ("first": call 0, the recorded mixture; "random": a random
-    call, i.e. a session resumed with no state, a larger initialization).
-    ``warm()`` lists the initializations of the first sessions (sent before
-    timing); ``next()`` the following request.  Session ids are fresh per source.
+    order.  The first sessions start at a random call, so the requests are drawn
+    from the recorded calls' distribution from the first timed request on (their
+    initializations are ``warm()``, sent before timing).  A session that has made
+    all its calls is replaced by one that starts at ``start``: "first" (call 0, a
+    recorded session start) or "random" (a session resumed with no state: a larger
+    initialization).  Session ids are fresh per source.
     """
 
     def __init__(self, workload: Workload, *, live: int = 64, start: str = "first", seed: int = 0):
@@ -69,11 +71,12 @@ class MixtureSource:
         self.rng = np.random.default_rng(seed)
         self._n = 0
         self._rid = 0
-        self.sessions: list[list[int]] = [self._fresh() for _ in range(live)]  # [id, traj, call]
+        # [id, traj, next call]; the first ones mid-session (stationary from the start)
+        self.sessions: list[list[int]] = [self._fresh(True) for _ in range(live)]
 
-    def _fresh(self) -> list[int]:
+    def _fresh(self, random_call: bool) -> list[int]:
         t = int(self.rng.integers(len(self.w.finals)))
-        c = int(self.rng.integers(self.w.calls(t))) if self.start == "random" else 0
+        c = int(self.rng.integers(self.w.calls(t))) if random_call else 0
         self._n += 1
         return [self._n, t, c]
 
@@ -90,7 +93,7 @@ class MixtureSource:
         i = int(self.rng.integers(len(self.sessions)))
         s = self.sessions[i]
         if s[2] >= self.w.calls(s[1]):
-            self.sessions[i] = s = self._fresh()
+            self.sessions[i] = s = self._fresh(self.start == "random")
             return self._request(s, "init")
         return self._request(s, "cont")
 
