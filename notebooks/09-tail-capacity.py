@@ -56,6 +56,7 @@ import os
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
 import pandas as pd
 import seaborn as sns
 
@@ -160,12 +161,11 @@ for name, g in cap_df.groupby("config", sort=False):
     ax.scatter(g["offered_rps"][~ok], g["p99_ms"][~ok], facecolors="none", edgecolors=palette[name])
 for o in objectives_ms:
     ax.axhline(o, color="grey", ls=":", lw=1)
-    ax.text(
-        ax.get_xlim()[0] if False else 1.05, o * 1.08, f"{o} ms objective", color="grey", fontsize=8
-    )
+    ax.text(0.99, o * 1.08, f"{o} ms objective", color="grey", fontsize=8, ha="right",
+            transform=ax.get_yaxis_transform())  # fmt: skip
 ax.set(xscale="log", yscale="log", xlabel="offered load (requests/s, Poisson)",
        ylabel="P99 sojourn (ms)", title="(a) P99 sojourn vs offered load (open: backlogged)")  # fmt: skip
-ax.legend(fontsize=8)
+ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0, -0.14), ncol=2)
 ax = axes[1]
 long = burst_df.melt(id_vars=["config", "scenario"], value_vars=["p99_init_ms", "p99_cont_ms"],
                      var_name="requests", value_name="P99 sojourn (ms)")  # fmt: skip
@@ -180,6 +180,7 @@ ax.set(
     ylabel="",
     title=f"(b) burst replay: {burst_scenarios} scenarios, P99 per scenario",
 )
+ax.xaxis.set_minor_formatter(mticker.NullFormatter())  # after set(xscale=...)
 fig.suptitle(f"Tails and capacity on this machine ({os.cpu_count()} cores, {tokenizer})")
 fig.tight_layout()
 fig.savefig(results / "figures/tail-capacity.png", dpi=150)

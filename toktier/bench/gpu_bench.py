@@ -24,7 +24,6 @@ The JSON record (``run``) carries the machine facts and the GPU's identity.
 
 from __future__ import annotations
 
-import gc
 import multiprocessing as mp
 import os
 import time
@@ -34,6 +33,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..errors import ToktierError
+from . import timing
 from .full_bench import fresh_texts
 from .machine import machine_facts
 from .timing import summarize, time_ms
@@ -92,18 +92,7 @@ class Contention:
         self._ps = []
 
 
-def _timed(fn):
-    """(ms, result) of one call, GC off while timing (``timing.time_ms``'s protocol)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        t0 = time.perf_counter_ns()
-        out = fn()
-        dt = time.perf_counter_ns() - t0
-    finally:
-        if enabled:
-            gc.enable()
-    return dt / 1e6, out
+_timed = timing.timed  # (ms, result), GC off while timing
 
 
 def _gigatoken(tok):

@@ -34,6 +34,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..families.classes import N_CODEPOINTS, SURROGATES
+from ..verifier import first_divergence
 from .corpus import mixed_documents
 
 MAX_EXAMPLES = 5
@@ -242,10 +243,7 @@ class Certifier:
                 self._example("cut", text, at=p, context=text[max(0, p - 20) : p + 20])
 
 
-def _first_difference(a: np.ndarray, b: np.ndarray) -> int:
-    n = min(len(a), len(b))
-    neq = np.flatnonzero(a[:n] != b[:n])
-    return int(neq[0]) if len(neq) else n
+_first_difference = first_divergence
 
 
 def run_campaign(
