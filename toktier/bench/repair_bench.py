@@ -28,7 +28,8 @@ def _baseline(name, tok):
 
 
 def _time_toktier(tok, cell, sid, record, exact_check=True):
-    tier = Tier(tok)
+    # repair alone: no verifier (its cost: experiment 09), no delta-aware full encodes
+    tier = Tier(tok, verify_rate=0, delta_aware=False)
     tier.encode(cell.prefix, session=sid)
     tier.append(sid, cell.appends[0])  # untimed warm-up append
     text = cell.prefix + cell.appends[0]
@@ -142,7 +143,7 @@ def state_memory(tok, trajs, *, progress: bool = True) -> list[dict]:
     """Replay sessions, keeping every session live; record state bytes per token as they grow."""
     from ..workload.templates import render_segments
 
-    tier = Tier(tok, ttl_s=None)
+    tier = Tier(tok, ttl_s=None, verify_rate=0)
     rows: list[dict] = []
     rss0 = _rss_bytes()
     for traj in tqdm(trajs, desc="state memory", unit="session", disable=not progress or None):

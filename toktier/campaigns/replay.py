@@ -59,7 +59,7 @@ def replay(
     tok, trajectories: list[Trajectory], *, span_every: int = 10, progress: bool = True
 ) -> ReplayReport:
     report = ReplayReport(tok.name, tok.family)
-    tier = Tier(tok)
+    tier = Tier(tok, verify_rate=0)  # the campaign checks every request itself
     for traj in tqdm(
         trajectories, desc=f"replay {tok.name}", unit="session", disable=not progress or None
     ):
