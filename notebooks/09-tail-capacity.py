@@ -165,7 +165,7 @@ for o in objectives_ms:
             transform=ax.get_yaxis_transform())  # fmt: skip
 ax.set(xscale="log", yscale="log", xlabel="offered load (requests/s, Poisson)",
        ylabel="P99 sojourn (ms)", title="(a) P99 sojourn vs offered load (open: backlogged)")  # fmt: skip
-ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0, -0.14), ncol=2)
+ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0, -0.2), ncol=2)
 ax = axes[1]
 long = burst_df.melt(id_vars=["config", "scenario"], value_vars=["p99_init_ms", "p99_cont_ms"],
                      var_name="requests", value_name="P99 sojourn (ms)")  # fmt: skip
