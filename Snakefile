@@ -12,6 +12,7 @@ include: "workflow/rules/repair.smk"
 include: "workflow/rules/engine.smk"
 include: "workflow/rules/lopt.smk"
 include: "workflow/rules/verifier.smk"
+include: "workflow/rules/requestpath.smk"
 include: "workflow/rules/notebooks.smk"
 
 

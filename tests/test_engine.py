@@ -171,3 +171,54 @@ def test_compiled_code_cache_is_keyed_by_source(tmp_path, monkeypatch):
     key = jit.source_key()
     assert jit.cache_dir() == tmp_path / f"engine-{key}"
     assert len(key) == 16
+
+
+def _cache_text(seed: int) -> str:
+    rng = random.Random(seed)
+    words = ["the", " return", "    ", " " * 23, "=" * 37, " SlicedLowLevelWCS", "données",
+             "漢字かな", "😀👍🏽", "12345", "\r\n", "é\u0301", "'ll", " Camel", "Case", "//"]  # fmt: skip
+    return "".join(rng.choice(words) for _ in range(600))
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_piece_caches_never_change_output(engine, seed):
+    """Fill the short and long piece caches, let collisions evict, corrupt rows: still exact.
+
+    A cache hit needs the exact bytes of the piece and a valid check word over the row,
+    so a row that was never written, was overwritten by another piece, or was corrupted
+    is a miss and the merges run again.
+    """
+    text = _cache_text(seed)
+    if engine.tables.nfc:
+        text = engine.tokenizer.hf.normalizer.normalize_str(text)
+    _assert_exact(engine, text)  # fills both caches
+    cache, lcache = engine._cache()
+    rng = np.random.default_rng(seed)
+    for table in (cache, lcache):
+        used = np.flatnonzero(table[:, 0])
+        assert used.size, "the text should have filled some rows"
+        hit = rng.choice(used, size=min(64, used.size), replace=False)
+        cols = rng.integers(0, table.shape[1], size=hit.size)
+        table[hit, cols] ^= rng.integers(1, 1 << 40, size=hit.size)  # flip bits anywhere
+        table[hit[:8], 3:] = rng.integers(0, 1 << 17, size=(min(8, hit.size), table.shape[1] - 3))
+    _assert_exact(engine, text)
+    _assert_exact(engine, text[::-1])  # other pieces overwrite (evict) rows
+    _assert_exact(engine, text)
+
+
+def test_short_map_is_a_memo_of_the_merges(engine):
+    """Every short-piece map entry is a vocabulary token whose own bytes encode to it alone."""
+    sm = engine.short_map
+    rows = sm[sm[:, 0] != 0]
+    t = engine.tables
+    sample = rows[np.random.default_rng(0).choice(len(rows), size=300, replace=False)]
+    for tid in sample[:, 3].tolist():
+        raw = t.pool[t.pool_off[tid] : t.pool_off[tid + 1]].tobytes()
+        assert 2 <= len(raw) <= 16
+        text = raw.decode("utf-8", errors="ignore")
+        if text.encode() == raw and (
+            not engine.tables.nfc or engine.tokenizer.hf.normalizer.normalize_str(text) == text
+        ):
+            starts, _ = engine.split(text)
+            if len(starts) == 1:  # a whole piece of the pre-tokenizer: the reference emits it alone
+                assert engine.tokenizer.reference(text) == [tid]

@@ -12,6 +12,7 @@ import pytest
 import toktier
 from toktier import repair
 from toktier.campaigns import adversarial, oracle, replay
+from toktier.engine import splice
 from toktier.families import stability
 from toktier.workload import trajectories
 
@@ -70,24 +71,39 @@ def test_adversarial_appends_and_edits(name):
     rep = adversarial.run_campaign(toktier.load(name), EXAMPLES, seed=5)
     assert rep.mismatches == 0, rep.reproducer
     assert rep.appends + rep.edits >= EXAMPLES
+    assert rep.plan_comparisons == rep.appends + rep.edits  # compiled == Python plan, each op
     assert any(k.startswith("repair: ") and "whole text" not in k for k in rep.outcomes)
 
 
-def test_a_broken_splice_is_caught(monkeypatch):
+@pytest.mark.parametrize("impl", ["compiled", "python"])
+def test_a_broken_splice_is_caught(monkeypatch, impl):
     """The campaign check can fail: shifting the splice by one record must be detected."""
-    real = repair.plan
+    if impl == "python":
+        real = repair.plan
 
-    def off_by_one(*args, **kwargs):
-        att = real(*args, **kwargs)
-        if att.splice is not None and att.splice.keep_left > 0:
-            att.splice.keep_left -= 1
-        return att
+        def off_by_one(*args, **kwargs):
+            att = real(*args, **kwargs)
+            if att.splice is not None and att.splice.keep_left > 0:
+                att.splice.keep_left -= 1
+            return att
 
-    monkeypatch.setattr(repair, "plan", off_by_one)
+        monkeypatch.setattr(repair, "plan", off_by_one)
+    else:
+        real = splice.Planner.plan
+
+        def off_by_one(self, *args, **kwargs):
+            p = real(self, *args, **kwargs)
+            if p.ok and p.res[splice.R_KEEP_LEFT] > 0:
+                p.res[splice.R_KEEP_LEFT] -= 1
+                p.res[splice.R_KEEP] = min(p.res[splice.R_KEEP], p.res[splice.R_KEEP_LEFT])
+                p.res[splice.R_NEW_N] -= 1
+            return p
+
+        monkeypatch.setattr(splice.Planner, "plan", off_by_one)
     tok = toktier.load("llama3")
     scenario = (512, "lorem ipsum dolor sit amet, " * 40, [("append", " consectetur 123")])
     with pytest.raises(AssertionError, match="divergence"):
-        adversarial.check_scenario(tok, scenario)
+        adversarial.check_scenario(tok, scenario, repair_impl=impl)
 
 
 @pytest.mark.parametrize("name", REPAIRABLE)

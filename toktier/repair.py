@@ -10,7 +10,9 @@ changed region, ``T[ws:we]``, and joins it to the cached records:
    ``(start, end, ordinal among equal spans, id)``; the longest run of
    consecutive equal records is taken.
 2. **Accept** it only if the run has >= 2 tokens, covers more (normalized)
-   characters than the longest token the vocabulary can emit, and contains a
+   characters than the longest token the vocabulary can emit (for NFC families
+   counted as the run's NFC-safe characters, a lower bound of its normalized
+   length), and contains a
    **stable boundary** ``p``: a record start where the character pair
    ``(T[p-1], T[p])`` is in the family's synchronizing set
    (``families.stability``), no added-token literal occurrence straddles ``p``,
@@ -24,6 +26,10 @@ changed region, ``T[ws:we]``, and joins it to the cached records:
 
 Work per append is O(Δ + w): the window encode, a few numpy passes over the
 window's records, and an in-place write of the new tail.
+
+This module is the readable reference implementation.  ``Tier`` serves requests
+with ``engine.splice``, the same protocol compiled (identical splices, checked by
+``tests/test_splice.py``); ``Tier(repair="python")`` runs this one.
 """
 
 from __future__ import annotations
@@ -55,7 +61,6 @@ class RepairRules:
         self.stable = self.rules.stable
         self.margin = tok.longest_added_chars
         self.longest_token = tok.longest_token_chars
-        self.normalize = tok.hf.normalizer.normalize_str if self.rules.nfc else None
         literals = sorted({t.content for t in tok.added_tokens if t.content}, key=len, reverse=True)
         self.literal_re = re.compile("|".join(map(re.escape, literals))) if literals else None
         self.literal_first = frozenset(lit[0] for lit in literals)
@@ -196,8 +201,11 @@ def _certify_run(
         return None
     a, b = int(c_s[first]), int(c_e[first + length - 1])
     covered = b - a
-    if rules.normalize is not None:
-        covered = len(rules.normalize(window[a - ws : b - ws]))
+    if rules.nfc_unsafe is not None:
+        # Normalized coverage, bounded from below without normalizing: NFC never merges an
+        # NFC-safe character into another one (only unsafe ones compose backward), so each
+        # safe character of the run is at least one normalized character.
+        covered = int((~rules.nfc_unsafe[window_cps[a - ws : b - ws]]).sum())
     if covered <= rules.longest_token:
         return None
     idx = np.arange(first, first + length)

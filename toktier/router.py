@@ -11,10 +11,11 @@ against the reference), so routing is purely a latency decision:
   GPU is busy; ``reference`` for unsupported tokenizers and for texts below
   ``reference_below_chars`` (0 by default: the engine wins at every size here).
 
-The cost model is two throughputs measured on this machine at start-up (repair
-runs the single-thread window engine over about Δ characters; a full encode
-runs the full engine over the whole text), so the crossover moves with the
-hardware instead of being a constant from someone else's.
+The cost model is two throughputs and one fixed cost measured on this machine at
+start-up (repair runs the single-thread window engine over about Δ characters plus
+a fixed cost -- the window's old text, certificate, splice -- that ``Tier`` times on
+small appends; a full encode runs the full engine over the whole text), so the
+crossover moves with the hardware instead of being a constant from someone else's.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 DEFAULT_GPU_MIN_CHARS = 2048  # below ~2 KB a transfer and launch cost more than the CPU (engine.md)
 DEFAULT_DELTA_MIN_CHARS = 8192  # appends below this always repair: small work, no prediction needed
 _CALIBRATION_CHARS = 1 << 16
-_REPAIR_OVERHEAD_S = 150e-6  # certificate, splice and store commit beyond the window encode
+DEFAULT_REPAIR_OVERHEAD_S = 150e-6  # fixed cost of a repair beyond Δ (Tier measures its own)
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Router:
         delta_min_chars: int = DEFAULT_DELTA_MIN_CHARS,
         repair_chars_per_s: float | None = None,
         full_chars_per_s: dict[str, float] | None = None,
+        repair_overhead_s: float = DEFAULT_REPAIR_OVERHEAD_S,
     ):
         if gpu_min_chars < 0 or reference_below_chars < 0:
             raise ValueError("size thresholds must be >= 0")
@@ -71,6 +73,7 @@ class Router:
         self.delta_min_chars = delta_min_chars
         self.repair_chars_per_s = repair_chars_per_s
         self.full_chars_per_s = dict(full_chars_per_s or {})
+        self.repair_overhead_s = repair_overhead_s  # window, certificate, splice, commit
 
     # --- calibration -------------------------------------------------------------------
     def calibrate(self, sample: str) -> dict:
@@ -108,7 +111,7 @@ class Router:
         rate = self.full_chars_per_s.get(full.name)
         if not rate:
             return Route("repair", "session hit")
-        repair_s = _REPAIR_OVERHEAD_S + delta_chars / self.repair_chars_per_s
+        repair_s = self.repair_overhead_s + delta_chars / self.repair_chars_per_s
         full_s = (context_chars + delta_chars) / rate
         if full_s < repair_s:
             return Route(

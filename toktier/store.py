@@ -1,12 +1,19 @@
 """SessionStore: per-session text and token records, updated in place, with TTL and a byte cap.
 
 Each session keeps its text (as a few chunks, merged geometrically so an
-append copies O(Δ log N) characters, never the whole context) and its token
-records -- id, character start, character end -- in growable numpy arrays
-with amortized doubling.  The state is bound to the sha256 of the tokenizer
-that produced it.  Sessions expire after ``ttl_s`` of inactivity and the
-least recently used ones are evicted when the total exceeds ``max_bytes``;
-an evicted session is simply gone (a later request is a miss, not an error).
+append copies O(Δ log N) characters, never the whole context; a full-text
+request simply keeps the caller's string) and its token records -- id,
+character start, character end -- in growable numpy arrays with amortized
+doubling.  The state is bound to the sha256 of the tokenizer that produced it.
+Sessions expire after ``ttl_s`` of inactivity and the least recently used ones
+are evicted when the total exceeds ``max_bytes``; an evicted session is simply
+gone (a later request is a miss, not an error).
+
+Results read the live arrays without copying them: a ``Snapshot`` is O(1) to
+take and, before a later request overwrites records it still reads, it saves
+just those records (O(window) per request, and only while someone holds an
+unread result).  So a result's IDs never change under its holder, and no
+request pays an O(context) copy.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -24,12 +32,44 @@ SPAN_DTYPE = np.int32  # character offsets; sessions stay below 2**31 characters
 _MIN_CAPACITY = 256
 
 
+class Snapshot:
+    """The IDs a session held when a result was returned, kept exact without a copy up front.
+
+    ``buf[:shared]`` is still the session's own (unchanged) array; ``saved`` holds the
+    records ``[shared, n)`` that later requests overwrote, copied just before they did.
+    """
+
+    __slots__ = ("__weakref__", "_buf", "_guard", "_n", "_saved", "_shared")
+
+    def __init__(self, buf: np.ndarray, n: int, guard: threading.Lock):
+        self._buf, self._n, self._shared, self._saved, self._guard = buf, n, n, None, guard
+
+    def detach(self, at: int) -> None:
+        """Save the records from ``at`` on (the caller is about to overwrite them; guard held)."""
+        if at < self._shared:
+            part = self._buf[at : self._shared].copy()
+            self._saved = part if self._saved is None else np.concatenate((part, self._saved))
+            self._shared = at
+
+    def materialize(self) -> np.ndarray:
+        """The IDs as an owned, read-only array (O(n), paid only by a reader who asks)."""
+        with self._guard:
+            out = np.empty(self._n, dtype=ID_DTYPE)
+            out[: self._shared] = self._buf[: self._shared]
+            if self._saved is not None:
+                out[self._shared :] = self._saved
+        out.flags.writeable = False
+        return out
+
+
 class SessionState:
     """One session's text and token records.  Mutated only through ``commit_*`` methods."""
 
     __slots__ = (
         "_chunks",
+        "_guard",
         "_length",
+        "_snapshots",
         "ends",
         "ids",
         "last_use",
@@ -49,6 +89,8 @@ class SessionState:
         self.ends = np.empty(_MIN_CAPACITY, dtype=SPAN_DTYPE)
         self.n = 0
         self.last_use = time.monotonic()
+        self._guard = threading.Lock()  # orders record writes against snapshot reads
+        self._snapshots: list[weakref.ref[Snapshot]] = []
 
     # --- text ---------------------------------------------------------------------------
     @property
@@ -56,7 +98,7 @@ class SessionState:
         return self._length
 
     def text(self) -> str:
-        """The whole text (O(N); for edits and checks, never on the append path)."""
+        """The whole text (O(N) once; for fallbacks and checks, never on the repair path)."""
         if len(self._chunks) > 1:
             self._chunks = ["".join(self._chunks)]
         return self._chunks[0] if self._chunks else ""
@@ -93,16 +135,41 @@ class SessionState:
         """Views of the live records (valid until the next commit)."""
         return self.ids[: self.n], self.starts[: self.n], self.ends[: self.n]
 
-    def _ensure_capacity(self, need: int) -> None:
+    def snapshot(self) -> Snapshot:
+        """The current IDs as a snapshot (O(1)); it stays exact whatever happens next."""
+        snap = Snapshot(self.ids, self.n, self._guard)
+        if len(self._snapshots) > 8:
+            self._snapshots = [r for r in self._snapshots if r() is not None]
+        self._snapshots.append(weakref.ref(snap))
+        return snap
+
+    def _before_write(self, at: int) -> None:
+        """Records from ``at`` on are about to change: snapshots still reading them save them."""
+        if not self._snapshots:
+            return
+        live = []
+        for ref in self._snapshots:
+            snap = ref()
+            if snap is not None and snap._buf is self.ids:
+                snap.detach(at)
+                live.append(ref)
+        self._snapshots = live
+
+    def reserve(self, need: int) -> None:
+        """Capacity for ``need`` records (amortized doubling; allocates before anything changes)."""
         cap = len(self.ids)
         if need <= cap:
             return
         new_cap = max(need, cap * 2, _MIN_CAPACITY)
+        grown = []
         for name in ("ids", "starts", "ends"):
             old = getattr(self, name)
-            grown = np.empty(new_cap, dtype=old.dtype)
-            grown[: self.n] = old[: self.n]
-            setattr(self, name, grown)
+            arr = np.empty(new_cap, dtype=old.dtype)
+            arr[: self.n] = old[: self.n]
+            grown.append(arr)
+        # Snapshots keep the old arrays, which nothing writes again.
+        self.ids, self.starts, self.ends = grown
+        self._snapshots = []
 
     @property
     def used_nbytes(self) -> int:
@@ -117,6 +184,38 @@ class SessionState:
         return arrays + sum(sys.getsizeof(c) for c in self._chunks)
 
     # --- commits (the only mutations; validated inputs, no partial updates) -------------
+    def _append_text(self, appended: str) -> list[str]:
+        """The chunk list after appending (a new list: assigned only once nothing can fail)."""
+        chunks = [*self._chunks, appended] if appended else list(self._chunks)
+        # Merge while the last chunk is at least half the one before it: chunk sizes stay
+        # geometric, so there are O(log N) chunks and each character is copied O(log N)
+        # times over the session's life.
+        while len(chunks) > 1 and 2 * len(chunks[-1]) >= len(chunks[-2]):
+            last = chunks.pop()
+            chunks[-1] = chunks[-1] + last
+        return chunks
+
+    def commit_splice(self, plan, shift: int, *, appended=None, text=None) -> None:
+        """Apply a compiled splice plan (``engine.splice.Planned``) and the new text.
+
+        ``appended``: the text grew by this delta (``append``); ``text``: the whole new
+        text (a full-text request: its string is kept as is, no copy).
+        """
+        new_len = self._length + shift
+        if new_len >= 2**31 - 1:
+            raise OverflowError("session text exceeds 2**31 characters")
+        chunks = [text] if text is not None else self._append_text(appended or "")
+        with self._guard:
+            self.reserve(max(plan.new_n, self.n))
+            self._before_write(plan.keep)
+            self.n = plan.apply(self.ids, self.starts, self.ends, self.n, shift)
+        self._chunks, self._length = chunks, new_len
+        self.last_use = time.monotonic()
+
+    def keep_text(self, text: str) -> None:
+        """Hold ``text`` (equal to the stored text) as the only chunk: later compares are memcmp."""
+        self._chunks = [text] if text else []
+
     def commit_replace_tail(
         self, keep: int, ids: np.ndarray, starts: np.ndarray, ends: np.ndarray, appended: str
     ) -> None:
@@ -124,20 +223,16 @@ class SessionState:
         new_n = keep + len(ids)
         if self._length + len(appended) >= 2**31 - 1:
             raise OverflowError("session text exceeds 2**31 characters")
-        self._ensure_capacity(new_n)
-        self.ids[keep:new_n] = ids
-        self.starts[keep:new_n] = starts
-        self.ends[keep:new_n] = ends
-        self.n = new_n
-        if appended:
-            self._chunks.append(appended)
-            self._length += len(appended)
-            # Merge while the last chunk is at least half the one before it: chunk
-            # sizes stay geometric, so there are O(log N) chunks and each character
-            # is copied O(log N) times over the session's life.
-            while len(self._chunks) > 1 and 2 * len(self._chunks[-1]) >= len(self._chunks[-2]):
-                last = self._chunks.pop()
-                self._chunks[-1] = self._chunks[-1] + last
+        chunks = self._append_text(appended)
+        with self._guard:
+            self.reserve(new_n)
+            self._before_write(keep)
+            self.ids[keep:new_n] = ids
+            self.starts[keep:new_n] = starts
+            self.ends[keep:new_n] = ends
+            self.n = new_n
+        self._chunks = chunks
+        self._length += len(appended)
         self.last_use = time.monotonic()
 
     def commit_edit(
@@ -158,19 +253,22 @@ class SessionState:
         right_ends = self.ends[keep_right_from : self.n] + shift
         mid_end = keep_left + len(mid_ids)
         new_n = mid_end + len(right_ids)
-        self._ensure_capacity(new_n)
-        self.ids[keep_left:mid_end] = mid_ids
-        self.starts[keep_left:mid_end] = mid_starts
-        self.ends[keep_left:mid_end] = mid_ends
-        self.ids[mid_end:new_n] = right_ids
-        self.starts[mid_end:new_n] = right_starts
-        self.ends[mid_end:new_n] = right_ends
-        self.n = new_n
+        with self._guard:
+            self.reserve(new_n)
+            self._before_write(keep_left)
+            self.ids[keep_left:mid_end] = mid_ids
+            self.starts[keep_left:mid_end] = mid_starts
+            self.ends[keep_left:mid_end] = mid_ends
+            self.ids[mid_end:new_n] = right_ids
+            self.starts[mid_end:new_n] = right_starts
+            self.ends[mid_end:new_n] = right_ends
+            self.n = new_n
         self._chunks = [new_text] if new_text else []
         self._length = len(new_text)
         self.last_use = time.monotonic()
 
     def commit_full(self, ids: np.ndarray, starts: np.ndarray, ends: np.ndarray, text: str) -> None:
+        """A fresh state's first records (called on a new ``SessionState`` only)."""
         self._chunks, self._length, self.n = [], 0, 0
         self.commit_replace_tail(0, ids, starts, ends, text)
 

@@ -6,12 +6,12 @@ Thread-safe per session: one session's requests are serialized by a striped lock
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
-from dataclasses import dataclass
 
 import numpy as np
 
-from . import repair
+from . import diff, repair
 from .engine import ReferenceEngine, default_engine
 from .errors import SessionTokenizerMismatchError, UnknownSessionError
 from .registry import Tokenizer, load
@@ -21,54 +21,62 @@ from .textcheck import check_text
 from .verifier import DEFAULT_RATE, ShadowVerifier
 
 
-@dataclass(frozen=True)
 class Result:
-    """One request's answer.  ``ids`` always equals the reference IDs of the full text."""
+    """One request's answer.  ``ids`` always equals the reference IDs of the full text.
 
-    ids: np.ndarray  # uint32, read-only (the shadow verifier may still be checking it)
-    path: str  # the route: "repair", "cpu" (numba engine), "gpu" or "reference"
-    reason: str  # why the router chose it
-    session: str | None = None
-    widenings: int = 0
-    window_chars: int = 0
-    boundaries: tuple[int | None, int | None] = (None, None)  # certified splice points (characters)
+    A consumer that holds the session's previous IDs (an engine's prefix cache, a
+    client) reads the change alone: the first ``keep`` IDs equal the previous
+    result's, and ``new_ids`` are the rest (O(Δ) for an append).  ``ids`` is the
+    whole sequence, read-only and never changed by later requests; it is assembled
+    on first access (O(N), paid only by a reader who asks), never on the request path.
+    """
+
+    __slots__ = (
+        "_ids", "_snapshot", "boundaries", "keep", "new_ids", "path", "reason", "session",
+        "widenings", "window_chars",
+    )  # fmt: skip
+
+    def __init__(
+        self, ids, path, reason, session=None, widenings=0, window_chars=0,
+        boundaries=(None, None), *, keep=0, new_ids=None, snapshot=None,
+    ):  # fmt: skip
+        self._ids = ids  # an owned read-only array, or None while ``_snapshot`` holds them
+        self._snapshot = snapshot
+        self.path = path  # the route: "repair", "cpu" (numba engine), "gpu" or "reference"
+        self.reason = reason  # why the router chose it
+        self.session = session
+        self.widenings = widenings
+        self.window_chars = window_chars
+        self.boundaries = boundaries  # certified splice points (characters)
+        self.keep = keep  # leading IDs equal to this session's previous result
+        self.new_ids = new_ids if new_ids is not None else ids[keep:]  # uint32, read-only
+
+    @property
+    def ids(self) -> np.ndarray:
+        """All IDs (uint32, read-only), exactly as they were when this result was returned."""
+        if self._ids is None:
+            self._ids = self._snapshot.materialize()
+            self._snapshot = None
+        return self._ids
+
+    def __len__(self) -> int:
+        return self.keep + len(self.new_ids)
+
+    def __repr__(self) -> str:
+        return (
+            f"Result(path={self.path!r}, reason={self.reason!r}, session={self.session!r}, "
+            f"tokens={len(self)}, keep={self.keep}, new={len(self.new_ids)})"
+        )
 
 
 def common_prefix(a: str, b: str) -> int:
-    """Length of the longest common prefix, by C-speed block compares."""
-    n = min(len(a), len(b))
-    lo, step = 0, 1 << 15
-    while lo < n:
-        hi = min(n, lo + step)
-        if a[lo:hi] != b[lo:hi]:
-            while hi - lo > 1:  # invariant: a[:lo] == b[:lo], mismatch in [lo, hi)
-                mid = (lo + hi) // 2
-                if a[lo:mid] == b[lo:mid]:
-                    lo = mid
-                else:
-                    hi = mid
-            return lo
-        lo = hi
-    return n
+    """Length of the longest common prefix, read in place at memory speed."""
+    return diff.common_prefix((a,), b)
 
 
 def common_suffix(a: str, b: str, limit: int) -> int:
     """Length of the longest common suffix, at most ``limit``."""
-    la, lb = len(a), len(b)
-    n = min(limit, la, lb)
-    lo, step = 0, 1 << 15
-    while lo < n:
-        hi = min(n, lo + step)
-        if a[la - hi : la - lo] != b[lb - hi : lb - lo]:
-            while hi - lo > 1:  # invariant: last lo chars equal, mismatch among the last (lo, hi]
-                mid = (lo + hi) // 2
-                if a[la - mid : la - lo] == b[lb - mid : lb - lo]:
-                    lo = mid
-                else:
-                    hi = mid
-            return lo
-        lo = hi
-    return n
+    return diff.common_suffix((a,), b, limit)
 
 
 _LOCK_STRIPES = 64
@@ -101,6 +109,8 @@ class Tier:
     IDs of the session's full text, repairing stored state where it can.
 
     ``gpu``: a GPU engine, ``"auto"`` (a real GPU when present) or None.
+    ``repair_impl``: ``"compiled"`` (``engine.splice``, the default) or ``"python"``
+    (``repair.plan``, the readable reference implementation of the same protocol).
     ``verify_rate``: the shadow verifier's sampling rate (0 switches it off);
     ``quarantine_sessions``: a verified mismatch also drops the session's state, so
     its next request is encoded in full.
@@ -116,7 +126,7 @@ class Tier:
         max_widenings: int = repair.DEFAULT_MAX_WIDENINGS,
         ttl_s: float | None = 3600.0,
         max_bytes: int | None = None,
-        copy_ids: bool = True,
+        repair_impl: str = "compiled",
         gpu="auto",
         gpu_min_chars: int | None = None,
         delta_aware: bool = True,
@@ -128,6 +138,8 @@ class Tier:
         self.tokenizer = tokenizer if isinstance(tokenizer, Tokenizer) else load(tokenizer)
         if window < 1 or max_widenings < 0:
             raise ValueError("window must be >= 1 and max_widenings >= 0")
+        if repair_impl not in ("compiled", "python"):
+            raise ValueError(f"repair_impl must be 'compiled' or 'python', got {repair_impl!r}")
         # The window engine (repair) and the full path: the certified numba engine where the
         # family has one, else the reference.  Compiling happens here, never in a request.
         self.engine = engine if engine is not None else default_engine(self.tokenizer)
@@ -163,8 +175,14 @@ class Tier:
         self.store = store if store is not None else SessionStore(ttl_s=ttl_s, max_bytes=max_bytes)
         self.window = window
         self.max_widenings = max_widenings
-        self.copy_ids = copy_ids
         self._rules = repair.rules_for(self.tokenizer)
+        self.repair_impl = repair_impl
+        self._planner = None
+        if self._rules is not None and repair_impl == "compiled":
+            from .engine.splice import Planner
+
+            self._planner = Planner(self.tokenizer, self._rules, self.engine)
+            self.engine_warmup_s += self._warm_repair()
         # Striped locks: one session always maps to the same lock (its requests are
         # serialized), memory stays bounded however many session ids come and go.
         self._stripes = tuple(threading.Lock() for _ in range(_LOCK_STRIPES))
@@ -182,7 +200,7 @@ class Tier:
             ids, _, _ = self._full(route, text)
             ids.flags.writeable = False
             self._count("requests", "full", "stateless")
-            self._offer(ids, lambda: text, route.name, None, owned=True)
+            self._offer(ids, lambda: text, route.name, None)
             return Result(ids, route.name, f"no session id: {route.reason}")
         self._check_session_id(session)
         with self._lock(session):
@@ -202,21 +220,21 @@ class Tier:
                     session,
                     text,
                     f"family {self.tokenizer.family!r} is never repaired: full encode",
+                    previous=state,
                 )
             old_len = state.text_length
             if state.is_prefix_of(text):
                 if len(text) == old_len:
+                    state.keep_text(text)
                     self._count("requests", "hits", "unchanged")
-                    return self._result(state, "repair", "unchanged text", session)
+                    return self._unchanged(state, "unchanged text", session)
                 delta = check_text(text[old_len:])
-                return self._append(state, session, delta, lambda: text)
+                return self._append(state, session, delta, text)
             check_text(text)
-            old = state.text()
-            prefix = common_prefix(old, text)
-            suffix = common_suffix(old, text, min(len(old), len(text)) - prefix)
-            return self._repair(
-                state, session, old_len, len(text), prefix, suffix, _PlainText(text), None
-            )
+            parts = state.text_parts()
+            prefix = diff.common_prefix(parts, text)
+            suffix = diff.common_suffix(parts, text, min(old_len, len(text)) - prefix)
+            return self._repair(state, session, old_len, len(text), prefix, suffix, text, None)
 
     def append(self, session: str, delta: str) -> Result:
         check_text(delta, "delta")
@@ -232,14 +250,15 @@ class Tier:
                 )
             if not delta:
                 self._count("requests", "hits", "unchanged")
-                return self._result(state, "repair", "empty append", session)
+                return self._unchanged(state, "empty append", session)
             if self._rules is None:
                 return self._seed(
                     session,
                     state.text() + delta,
                     f"family {self.tokenizer.family!r} is never repaired: full encode",
+                    previous=state,
                 )
-            return self._append(state, session, delta, lambda: state.text() + delta)
+            return self._append(state, session, delta, None)
 
     def close(self, session: str) -> bool:
         """Free a session's state now; returns whether it was live."""
@@ -284,22 +303,51 @@ class Tier:
         return tuple(a.copy() for a in state.records())
 
     # --- internals ---------------------------------------------------------------------
+    def _warm_repair(self) -> float:
+        """Compile (or load) the repair path's kernels at construction, never in a request."""
+        t0 = time.perf_counter()
+        diff.warmup()
+        state = SessionState("warmup", self.tokenizer.sha256)
+        text = _CALIBRATION_TEXT * 3
+        ids, starts, ends = self.engine.encode(text)
+        state.commit_full(ids, starts, ends, text)
+        for delta in ("Ok.", " 12\r\n", "é\u0301"):
+            new = text + delta
+            plan = self._planner.plan(
+                state, len(text), len(new), len(text), 0, _PlainText(new).window,
+                window=64, max_widenings=2,
+            )  # fmt: skip
+            if plan.ok:
+                state.commit_splice(plan, len(delta), text=new)
+                text = new
+        # The router's fixed repair cost: a small append with the default window, timed.
+        times = []
+        for k in range(15):
+            delta = f" step {k}: ok.\n"
+            new = text + delta
+            t1 = time.perf_counter()
+            plan = self._planner.plan(
+                state, len(text), len(new), len(text), 0, _PlainText(new).window,
+                window=self.window, max_widenings=self.max_widenings,
+            )  # fmt: skip
+            if plan.ok:
+                state.commit_splice(plan, len(delta), text=new)
+                text = new
+            times.append(time.perf_counter() - t1)
+        self.router.repair_overhead_s = float(np.median(times))
+        return time.perf_counter() - t0
+
     def _append(self, state, session, delta, full_text) -> Result:
         """An append to a live session: repair, or a full encode when the router predicts it faster."""
         old_len = state.text_length
         route = self.router.hit(old_len, len(delta))
         if route.name != "repair":
             self._count("requests", "hits", "appends", "delta_full")
-            return self._seed(session, full_text(), route.reason, count=False, route=route)
+            text = full_text if full_text is not None else state.text() + delta
+            return self._seed(session, text, route.reason, count=False, route=route, previous=state)
+        source = _PlainText(full_text) if full_text is not None else _AppendText(state, delta)
         return self._repair(
-            state,
-            session,
-            old_len,
-            old_len + len(delta),
-            old_len,
-            0,
-            _AppendText(state, delta),
-            delta,
+            state, session, old_len, old_len + len(delta), old_len, 0, source, delta
         )
 
     def _full(self, route: Route, text: str):
@@ -309,9 +357,10 @@ class Tier:
             self._count("spills")
         return getattr(engine, "encode_full", engine.encode)(text)
 
-    def _offer(self, ids, text, path, session, *, owned=False) -> None:
+    def _offer(self, ids, text, path, session) -> None:
+        """``ids``: a read-only array, or a callable returning one (resolved if sampled)."""
         if self.verifier is not None:
-            self.verifier.offer(ids, text, path, session, owned=owned)
+            self.verifier.offer(ids, text, path, session, owned=True)
 
     def _on_mismatch(self, sample) -> None:
         # Runs in the verifier thread: mark only; the session's own request drops the state.
@@ -332,71 +381,80 @@ class Tier:
         return True
 
     def _repair(self, state, session, old_len, new_len, prefix, suffix, source, delta) -> Result:
-        attempt = repair.plan(
-            self._rules,
-            self.engine,
-            state.records(),
-            old_len,
-            new_len,
-            prefix,
-            suffix,
-            source.window,
-            window=self.window,
-            max_widenings=self.max_widenings,
-        )
+        """Repair a live session (``delta`` given for an append, None for an edit)."""
+        if isinstance(source, str):
+            source = _PlainText(source)
         kind = "appends" if delta is not None else "edits"
-        if attempt.splice is None:
+        if self._planner is not None:
+            plan = self._planner.plan(
+                state, old_len, new_len, prefix, suffix, source.window,
+                window=self.window, max_widenings=self.max_widenings,
+            )  # fmt: skip
+            ok, widenings, reason = plan.ok, plan.widenings, plan.reason
+        else:
+            attempt = repair.plan(
+                self._rules, self.engine, state.records(), old_len, new_len, prefix, suffix,
+                source.window, window=self.window, max_widenings=self.max_widenings,
+            )  # fmt: skip
+            ok, widenings, reason = attempt.splice is not None, attempt.widenings, attempt.reason
+        if not ok:
             self._count("requests", "hits", kind, "fallbacks")
-            self._count_n("widenings", attempt.widenings)
+            self._count_n("widenings", widenings)
             return self._seed(
-                session,
-                source.full(),
-                f"repair fallback: {attempt.reason}",
-                count=False,
+                session, source.full(), f"repair fallback: {reason}", count=False, previous=state
             )
+        text = source.text if isinstance(source, _PlainText) else None
+        if self._planner is not None:
+            state.commit_splice(
+                plan, new_len - old_len, appended=delta if text is None else None, text=text
+            )
+            keep, window_chars, boundaries = plan.keep, plan.window_chars, plan.boundaries
+        else:
+            keep, window_chars, boundaries = self._commit_python(
+                state, attempt, delta, text, source, new_len - old_len
+            )
+        self.store.put(state)
+        self._count("requests", "hits", kind, "first_window" if widenings == 0 else "widened",
+                    widenings=widenings)  # fmt: skip
+        new_ids = state.ids[keep : state.n].copy()
+        new_ids.flags.writeable = False
+        return self._snapshot_result(
+            state, "repair", reason, session, widenings, window_chars, boundaries, keep, new_ids
+        )
+
+    def _commit_python(self, state, attempt, delta, text, source, shift):
+        """Commit a ``repair.plan`` splice; returns (keep, window chars, boundaries)."""
         sp = attempt.splice
         f_ids, f_s, f_e = attempt.fresh
         mid = slice(sp.fresh_from, sp.fresh_to)
-        if delta is not None:
+        old_ids = state.ids[: state.n].copy()
+        if delta is not None and text is None:
             state.commit_replace_tail(sp.keep_left, f_ids[mid], f_s[mid], f_e[mid], delta)
         else:
             keep_right = sp.keep_right_from if sp.keep_right_from is not None else state.n
             state.commit_edit(
-                sp.keep_left,
-                f_ids[mid],
-                f_s[mid],
-                f_e[mid],
-                keep_right,
-                new_len - old_len,
-                source.full(),
+                sp.keep_left, f_ids[mid], f_s[mid], f_e[mid], keep_right, shift, source.full()
             )
-        self.store.put(state)
-        self._count(
-            "requests", "hits", kind, "first_window" if attempt.widenings == 0 else "widened"
-        )
-        self._count_n("widenings", attempt.widenings)
-        return self._result(
-            state,
-            "repair",
-            attempt.reason,
-            session,
-            attempt.widenings,
-            attempt.window_chars,
-            (sp.boundary_left, sp.boundary_right),
-        )
+        keep = diff.common_ids(old_ids, state.ids[: state.n])
+        return keep, attempt.window_chars, (sp.boundary_left, sp.boundary_right)
 
-    def _seed(self, session, text, reason, *, count=True, route: Route | None = None) -> Result:
+    def _seed(self, session, text, reason, *, count=True, route: Route | None = None,
+              previous: SessionState | None = None) -> Result:  # fmt: skip
+        """Encode ``text`` in full and start the session's state from it."""
         if route is None:
             route = self.router.miss(len(text), supported=self._supported)
         ids, starts, ends = self._full(route, text)
         new = SessionState(session, self.tokenizer.sha256)
         new.commit_full(ids, starts, ends, text)
+        keep = 0
+        if previous is not None:  # the session's last result: how much of it still holds
+            keep = diff.common_ids(previous.ids[: previous.n], ids)
         self.store.put(new)
         if count:
             self._count("requests", "misses")
         self._count("full")
         ids.flags.writeable = False  # the state holds its own copy; this one is the caller's
-        self._offer(ids, lambda: text, route.name, session, owned=True)
+        self._offer(ids, lambda: text, route.name, session)
         return Result(
             ids,
             route.name,
@@ -404,17 +462,24 @@ class Tier:
             session,
             0,
             len(text),
+            keep=keep,
         )
 
-    def _result(
-        self, state, path, reason, session, widenings=0, window_chars=0, boundaries=(None, None)
-    ) -> Result:
-        ids = state.ids[: state.n]
-        ids = ids.copy() if self.copy_ids else ids.view()
-        ids.flags.writeable = False
-        # a view of the live state is copied if sampled; a copy is the caller's, read-only
-        self._offer(ids, state.text_parts, path, session, owned=self.copy_ids)
-        return Result(ids, path, reason, session, widenings, window_chars, boundaries)
+    def _unchanged(self, state, reason, session) -> Result:
+        new_ids = np.zeros(0, dtype=state.ids.dtype)
+        new_ids.flags.writeable = False
+        return self._snapshot_result(state, "repair", reason, session, keep=state.n,
+                                     new_ids=new_ids)  # fmt: skip
+
+    def _snapshot_result(self, state, path, reason, session, widenings=0, window_chars=0,
+                         boundaries=(None, None), keep=0, new_ids=None) -> Result:  # fmt: skip
+        result = Result(
+            None, path, reason, session, widenings, window_chars, boundaries,
+            keep=keep, new_ids=new_ids, snapshot=state.snapshot(),
+        )  # fmt: skip
+        # The verifier, if it samples this one, assembles the IDs in its own thread.
+        self._offer(lambda: result.ids, state.text_parts, path, session)
+        return result
 
     def _check_binding(self, state: SessionState) -> None:
         if state.tokenizer_sha256 != self.tokenizer.sha256:
@@ -432,10 +497,12 @@ class Tier:
     def _lock(self, session: str) -> threading.Lock:
         return self._stripes[hash(session) % len(self._stripes)]
 
-    def _count(self, *keys: str) -> None:
+    def _count(self, *keys: str, widenings: int = 0) -> None:
         with self._counts_guard:
             for k in keys:
                 self._counts[k] += 1
+            if widenings:
+                self._counts["widenings"] += widenings
 
     def _count_n(self, key: str, n: int) -> None:
         if n:

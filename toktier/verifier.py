@@ -42,7 +42,7 @@ class Sample:
 
     seq: int
     parts: tuple[str, ...]  # the full text, as chunks
-    ids: np.ndarray
+    ids: np.ndarray | Callable[[], np.ndarray]  # a callable is resolved in the verifier thread
     path: str
     session: str | None
     enqueued: float
@@ -117,7 +117,8 @@ class ShadowVerifier:
         """Maybe sample one emitted result; ``text()`` is called only if it is sampled.
 
         ``owned``: ``ids`` will never change (a read-only result array), so a sample
-        keeps it instead of copying it.  Never blocks: a full queue drops the sample
+        keeps it instead of copying it.  ``ids`` may also be a callable that returns
+        them: it is called in the verifier thread, off the request path.  Never blocks: a full queue drops the sample
         and counts it.  Returns whether the sample was queued.
         """
         if self.rate < 1.0 and self._rng.random() >= self.rate:
@@ -130,7 +131,7 @@ class ShadowVerifier:
             self._counts["offered"] += 1
             self._counts["sampled"] += 1
             self._seq += 1
-            kept = ids if owned else np.array(ids, copy=True)
+            kept = ids if owned or callable(ids) else np.array(ids, copy=True)
             sample = Sample(self._seq, parts, kept, path, session, time.monotonic())
             try:
                 self._queue.put_nowait(sample)
@@ -205,7 +206,8 @@ class ShadowVerifier:
             return
         text = "".join(sample.parts)
         expected = np.asarray(self._reference(text), dtype=np.int64)
-        got = sample.ids.astype(np.int64, copy=False)
+        ids = sample.ids() if callable(sample.ids) else sample.ids
+        got = ids.astype(np.int64, copy=False)
         self._bump("checked")
         if got.shape == expected.shape and np.array_equal(got, expected):
             return

@@ -78,3 +78,14 @@ def sliced_cell(
         for i in range(n_appends)
     ]
     return Cell(text[:context_chars], appends)
+
+
+def stream_text(trajs, tokenizer_name: str, chars: int, start: int = 3) -> str:
+    """The first ``chars`` characters of the stream that starts at trajectory ``start``."""
+    parts, size = [], 0
+    for seg in _segments(trajs, start, tokenizer_name):
+        parts.append(seg)
+        size += len(seg)
+        if size >= chars:
+            break
+    return "".join(parts)[:chars]

@@ -103,6 +103,7 @@ class AdversarialReport:
     edits: int = 0
     outcomes: Counter = field(default_factory=Counter)
     mismatches: int = 0
+    plan_comparisons: int = 0  # operations also planned by repair.plan, with equal splices
     reproducer: dict | None = None
 
     def to_dict(self) -> dict:
@@ -115,6 +116,7 @@ class AdversarialReport:
             "operations": self.appends + self.edits,
             "outcomes": dict(self.outcomes),
             "mismatches": self.mismatches,
+            "plan_comparisons": self.plan_comparisons,
             "reproducer": self.reproducer,
         }
 
@@ -154,19 +156,58 @@ def verify_boundary(tok, text: str, p: int, offsets: np.ndarray) -> str | None:
     return None
 
 
-def check_scenario(tok, scenario, report: AdversarialReport | None = None) -> None:
-    """Run one scenario through a fresh Tier; raise AssertionError on any divergence."""
+_TIERS: dict = {}
+
+
+def _tier(tok, impl: str) -> Tier:
+    """One Tier per tokenizer and repair implementation, reused across scenarios."""
+    key = (tok.sha256, impl)
+    if key not in _TIERS:
+        # every request is checked here already: no verifier, no delta-aware full encodes
+        _TIERS[key] = Tier(tok, verify_rate=0, delta_aware=False, repair_impl=impl)
+    return _TIERS[key]
+
+
+def check_scenario(
+    tok, scenario, report: AdversarialReport | None = None, *, differential: bool = False,
+    repair_impl: str = "compiled",
+) -> None:  # fmt: skip
+    """Run one scenario through a Tier; raise AssertionError on any divergence.
+
+    ``differential``: also run the Python reference plan (``repair.plan``) beside the
+    compiled one and require the same route, reason, splice points and kept prefix.
+    """
     window, text, ops = scenario
-    tier = Tier(tok, window=window, verify_rate=0)  # every request is checked here already
-    tier.encode(text, session="adv")
+    tier = _tier(tok, repair_impl)
+    twin = _tier(tok, "python") if differential else None
+    for t in (tier, twin) if twin is not None else (tier,):
+        t.window = window
+        t.close("adv")
+        t.encode(text, session="adv")
     for op in ops:
         if op[0] == "append":
             text += op[1]
-            r = tier.append("adv", op[1]) if len(op[1]) % 2 else tier.encode(text, session="adv")
+            send = (
+                (lambda t, d=op[1]: t.append("adv", d))
+                if len(op[1]) % 2
+                else (lambda t, x=text: t.encode(x, session="adv"))
+            )
         else:
             _, i, j, ins = op
             text = text[:i] + ins + text[j:]
-            r = tier.encode(text, session="adv")
+            send = lambda t, x=text: t.encode(x, session="adv")  # noqa: E731
+        r = send(tier)
+        if twin is not None:
+            p = send(twin)
+            same = (r.path, r.reason, r.widenings, r.boundaries, r.keep) == (
+                p.path, p.reason, p.widenings, p.boundaries, p.keep,
+            )  # fmt: skip
+            if report is not None:
+                report.plan_comparisons += 1
+            assert same, (
+                f"compiled and Python plans differ after {op[0]}: {r.path}: {r.reason} "
+                f"{r.boundaries} keep {r.keep} vs {p.path}: {p.reason} {p.boundaries} keep {p.keep}"
+            )
         want = tok.reference_encoding(text)
         _, starts, ends = tier.session_records("adv")
         ok = r.ids.tolist() == want.ids and np.array_equal(
@@ -185,8 +226,14 @@ def check_scenario(tok, scenario, report: AdversarialReport | None = None) -> No
                 assert why is None, f"uncertified splice point {b} after {op[0]}: {why}"
 
 
-def run_campaign(tok, examples: int, *, seed: int = 0) -> AdversarialReport:
-    """``examples`` hypothesis scenarios (each 1-6 operations) against the reference."""
+def run_campaign(
+    tok, examples: int, *, seed: int = 0, differential: bool = True
+) -> AdversarialReport:
+    """``examples`` hypothesis scenarios (each 1-6 operations) against the reference.
+
+    ``differential``: every operation is also planned by the Python reference plan,
+    which must splice at the same points (``check_scenario``).
+    """
     report = AdversarialReport(tok.name, tok.family)
 
     failing: list = []
@@ -199,7 +246,7 @@ def run_campaign(tok, examples: int, *, seed: int = 0) -> AdversarialReport:
     def campaign(scenario):
         report.scenarios += 1
         try:
-            check_scenario(tok, scenario, report)
+            check_scenario(tok, scenario, report, differential=differential)
         except AssertionError:
             failing.append(scenario)  # the last one is hypothesis's shrunk, minimal example
             raise

@@ -59,7 +59,9 @@ def replay(
     tok, trajectories: list[Trajectory], *, span_every: int = 10, progress: bool = True
 ) -> ReplayReport:
     report = ReplayReport(tok.name, tok.family)
-    tier = Tier(tok, verify_rate=0)  # the campaign checks every request itself
+    # The campaign checks every request itself (no verifier) and certifies repair on every
+    # continuation (no delta-aware full encodes, whose choice depends on this machine's speed).
+    tier = Tier(tok, verify_rate=0, delta_aware=False)
     for traj in tqdm(
         trajectories, desc=f"replay {tok.name}", unit="session", disable=not progress or None
     ):

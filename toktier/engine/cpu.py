@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import numba
@@ -39,10 +40,15 @@ RULES = _rules.make(numba.njit(cache=True, nogil=True, _nrt=False))
 # numba resolves callees as module globals, not attributes:
 CACHE_SLOTS = _rules.CACHE_SLOTS
 CACHE_COLS = _rules.CACHE_COLS
+LONG_SLOTS = _rules.LONG_SLOTS
+LONG_COLS = _rules.LONG_COLS
 utf8_decode = RULES.utf8_decode
 pretokenize_segment = RULES.pretokenize_segment
 literal_scan = RULES.literal_scan
 encode_range = RULES.encode_range
+bpe_uncached = RULES.bpe_uncached
+piece_words = RULES.piece_words
+piece_hash = RULES.piece_hash
 
 MIN_PARALLEL_CHARS = 1 << 16  # below this, one thread is faster than splitting
 CUT_SEARCH = 1 << 14  # how far past a target position to look for a certified cut
@@ -174,7 +180,7 @@ def _cut_before(t, n, cps, fl, class_of, stable, nfc, ls, le, nlit):
 @numba.njit(cache=True, nogil=True)
 def _encode_one(k, lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit,
                 byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off, ignore_merges,
-                nbytes, cache, out_ids, out_s, out_e, counts):  # fmt: skip
+                nbytes, smap, cache, lcache, out_ids, out_s, out_e, counts):  # fmt: skip
     """Encode range k into the output slots starting at ``base[k]``; store its count."""
     c0 = lo[k]
     c1 = hi[k]
@@ -189,30 +195,32 @@ def _encode_one(k, lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, 
     n0 = base[k]
     n = encode_range(c0, c1, cps, fl, fold, family, u8, char_start, ls, le, lid, lit0, nlit,
                        byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off, ignore_merges,
-                       nbytes, ends, sym, rank, nxt, prv, heap, cache, out_ids, out_s, out_e,
-                       n0)  # fmt: skip
+                       nbytes, smap, ends, sym, rank, nxt, prv, heap, cache, lcache, out_ids,
+                       out_s, out_e, n0)  # fmt: skip
     counts[k] = n - n0
 
 
 @numba.njit(cache=True, nogil=True)
 def _encode_ranges_serial(lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit,
                           byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off,
-                          ignore_merges, nbytes, cache, out_ids, out_s, out_e, counts):  # fmt: skip
+                          ignore_merges, nbytes, smap, caches, lcaches, out_ids, out_s, out_e,
+                          counts):  # fmt: skip
     for k in range(lo.size):
         _encode_one(k, lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit,
                     byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off, ignore_merges,
-                    nbytes, cache, out_ids, out_s, out_e, counts)  # fmt: skip
+                    nbytes, smap, caches[0], lcaches[0], out_ids, out_s, out_e, counts)  # fmt: skip
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _encode_ranges_parallel(lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, lid,
                             nlit, byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off,
-                            ignore_merges, nbytes, cache, out_ids, out_s, out_e, counts):  # fmt: skip
-    for k in numba.prange(lo.size):
-        own = np.zeros((CACHE_SLOTS, CACHE_COLS), dtype=np.int64)  # one cache per chunk
+                            ignore_merges, nbytes, smap, caches, lcaches, out_ids, out_s, out_e,
+                            counts):  # fmt: skip
+    for k in numba.prange(lo.size):  # a thread's chunks run one after another on its caches
+        c = numba.get_thread_id()
         _encode_one(k, lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit,
                     byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off, ignore_merges,
-                    nbytes, own, out_ids, out_s, out_e, counts)  # fmt: skip
+                    nbytes, smap, caches[c], lcaches[c], out_ids, out_s, out_e, counts)  # fmt: skip
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -228,8 +236,8 @@ def _gather(base, counts, offs, out_ids, out_s, out_e, ids, starts, ends):
 
 @numba.njit(cache=True, nogil=True)
 def _encode_text(u8, bits, fold, family, nfc, f1, k1, c1, t1, f2, k2, c2, t2, has2, byte_ids,
-                 keys, ranks, merged, vkeys, vids, pool, pool_off, ignore_merges, nbytes,
-                 cache):  # fmt: skip
+                 keys, ranks, merged, vkeys, vids, pool, pool_off, ignore_merges, nbytes, smap,
+                 cache, lcache):  # fmt: skip
     """The whole single-thread path in one compiled call (the repair-window fast path).
 
     Returns (ids, starts, ends, ok); ``ok`` is False when an NFC tokenizer meets a
@@ -254,9 +262,64 @@ def _encode_text(u8, bits, fold, family, nfc, f1, k1, c1, t1, f2, k2, c2, t2, ha
     counts = np.zeros(1, dtype=np.int64)
     _encode_one(0, lo, hi, lo, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit,
                 byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off, ignore_merges,
-                nbytes, cache, out_ids, out_s, out_e, counts)  # fmt: skip
+                nbytes, smap, cache, lcache, out_ids, out_s, out_e, counts)  # fmt: skip
     m = counts[0]
     return out_ids[:m].astype(np.uint32), out_s[:m].copy(), out_e[:m].copy(), True
+
+
+def build_short_map(
+    byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off, ignore_merges, nbytes
+) -> np.ndarray:
+    """The read-only short-piece map: every vocabulary entry of 2..16 bytes whose own
+    encoding (``bpe_uncached``, this engine's merges) is that single token.
+
+    A memo of the merge function on those inputs, keyed by the exact bytes, so a
+    lookup returns exactly what the merges would; most pieces of real text are such
+    entries, and one probe replaces the merges and the piece cache.
+    """
+    ids = np.flatnonzero((nbytes >= 2) & (nbytes <= _rules.CACHE_MAX_BYTES))
+    cap = 16
+    while cap < 2 * len(ids) + 1:
+        cap <<= 1
+    smap = _aligned_zeros((cap, _rules.SHORT_COLS))
+    _fill_short_map(ids, byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off,
+                    ignore_merges, smap)  # fmt: skip
+    return smap
+
+
+def _aligned_zeros(shape, align: int = 64) -> np.ndarray:
+    """Zeroed int64 array whose rows start on cache-line boundaries (rows of 32/64 bytes)."""
+    n = int(np.prod(shape))
+    raw = np.zeros(n + align // 8, dtype=np.int64)
+    off = (-raw.ctypes.data % align) // 8
+    return raw[off : off + n].reshape(shape)
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_short_map(ids, byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off,
+                    ignore_merges, smap):  # fmt: skip
+    sym = np.empty(_rules.CACHE_MAX_BYTES + 1, dtype=np.int64)
+    rank = np.empty(_rules.CACHE_MAX_BYTES + 1, dtype=np.int64)
+    nxt = np.empty(_rules.CACHE_MAX_BYTES + 1, dtype=np.int64)
+    prv = np.empty(_rules.CACHE_MAX_BYTES + 1, dtype=np.int64)
+    heap = np.empty(3 * _rules.CACHE_MAX_BYTES + 3, dtype=np.int64)
+    out = np.empty(_rules.CACHE_MAX_BYTES + 1, dtype=np.int64)
+    mask = smap.shape[0] - 1
+    for t in ids:
+        a = pool_off[t]
+        b = pool_off[t + 1]
+        m = bpe_uncached(pool, a, b, byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off,
+                         ignore_merges, sym, rank, nxt, prv, heap, out, 0)  # fmt: skip
+        if m != 1 or out[0] != t:
+            continue  # its own bytes do not encode to it alone: leave it to the merges
+        lw, w0, w1 = piece_words(pool, a, b)
+        s = piece_hash(lw, w0, w1) & mask
+        while smap[s, 0] != 0:
+            s = (s + 1) & mask
+        smap[s, 1] = w0
+        smap[s, 2] = w1
+        smap[s, 3] = t
+        smap[s, 0] = lw
 
 
 class _Prepared(NamedTuple):
@@ -293,15 +356,52 @@ class CpuEngine:
             t.byte_ids, t.pair_keys, t.pair_ranks, t.pair_merged, t.vocab_keys, t.vocab_ids,
             t.pool, t.pool_off, t.ignore_merges, t.token_nbytes,
         )  # fmt: skip
+        self.short_map = build_short_map(*self._bpe_args)
+        self._bpe_args = (*self._bpe_args, self.short_map)
         self.compile_seconds: float | None = None
         self._local = threading.local()
+        self._pool: list[tuple[np.ndarray, np.ndarray]] = []
+        self._pool_lock = threading.Lock()
+        self._threads_seen = 0
 
-    def _cache(self) -> np.ndarray:
-        """This thread's piece cache (kept across calls: repeated pieces skip the merges)."""
-        cache = getattr(self._local, "cache", None)
-        if cache is None:
-            cache = self._local.cache = np.zeros((CACHE_SLOTS, CACHE_COLS), dtype=np.int64)
-        return cache
+    def _cache(self) -> tuple[np.ndarray, np.ndarray]:
+        """This thread's (short, long) piece caches, kept across calls (``rules`` layout).
+
+        Owned by one thread, so no write ever races a read; every row also carries a
+        check word, so a row that is not exactly as written is a miss (``rules.row_check``).
+        """
+        caches = getattr(self._local, "caches", None)
+        if caches is None:
+            self._threads_seen += 1
+            caches = self._local.caches = (
+                _aligned_zeros((CACHE_SLOTS, CACHE_COLS)),
+                _aligned_zeros((LONG_SLOTS, LONG_COLS)),
+            )
+        return caches
+
+    @contextmanager
+    def _thread_caches(self):
+        """Caches for one parallel call: one pair per numba thread, lent to no other call."""
+        with self._pool_lock:
+            pair = self._pool.pop() if self._pool else None
+        if pair is None:
+            k = numba.config.NUMBA_NUM_THREADS
+            pair = (
+                _aligned_zeros((k, CACHE_SLOTS, CACHE_COLS)),
+                _aligned_zeros((k, LONG_SLOTS, LONG_COLS)),
+            )
+        try:
+            yield pair
+        finally:
+            with self._pool_lock:
+                self._pool.append(pair)
+
+    @property
+    def cache_bytes(self) -> int:
+        """Bytes held by piece caches now (per-thread and pooled), plus the short-piece map."""
+        pooled = sum(a.nbytes + b.nbytes for a, b in self._pool)
+        per_thread = CACHE_SLOTS * CACHE_COLS * 8 + LONG_SLOTS * LONG_COLS * 8
+        return self.short_map.nbytes + pooled + per_thread * self._threads_seen
 
     def __repr__(self) -> str:
         return f"CpuEngine({self.tokenizer.name!r}, family={self.tables.family!r})"
@@ -366,7 +466,7 @@ class CpuEngine:
             t.nfc,
             *self._trie_args,
             *self._bpe_args,
-            self._cache(),
+            *self._cache(),
         )
         if ok:
             return ids, starts, ends
@@ -426,11 +526,16 @@ class CpuEngine:
         out_s = np.empty(max(nb, 1), dtype=np.int64)
         out_e = np.empty(max(nb, 1), dtype=np.int64)
         kernel = _encode_ranges_parallel if threads > 1 and len(eng) > 1 else _encode_ranges_serial
-        if len(eng):
-            if kernel is _encode_ranges_parallel:
-                numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        if len(eng) and kernel is _encode_ranges_parallel:
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+            with self._thread_caches() as (caches, lcaches):
+                kernel(lo, hi, base, cps, fl, t.fold, t.family_code, u8, char_start, ls, le, lid,
+                       nlit, *self._bpe_args, caches, lcaches, out_ids, out_s, out_e, counts)  # fmt: skip
+        elif len(eng):
+            cache, lcache = self._cache()
             kernel(lo, hi, base, cps, fl, t.fold, t.family_code, u8, char_start, ls, le, lid,
-                   nlit, *self._bpe_args, self._cache(), out_ids, out_s, out_e, counts)  # fmt: skip
+                   nlit, *self._bpe_args, cache[None], lcache[None], out_ids, out_s, out_e,
+                   counts)  # fmt: skip
         if not ref:
             offs = np.zeros(len(eng), dtype=np.int64)
             np.cumsum(counts[:-1], out=offs[1:])

@@ -21,6 +21,7 @@ DEVICE = _rules.make(cuda.jit(device=True))
 encode_range = DEVICE.encode_range
 pretokenize_segment = DEVICE.pretokenize_segment
 GPU_CACHE_SLOTS = 64  # per-thread piece cache rows (small: device memory per thread)
+GPU_LONG_SLOTS = 8
 
 
 @cuda.jit
@@ -34,8 +35,8 @@ def k_split(cps, fl, fold, family, lo, hi, ends, counts):
 @cuda.jit
 def k_encode_ranges(lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit,
                     byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off, ignore_merges,
-                    nbytes, ends, sym, rank, nxt, prv, heap, cache, out_ids, out_s, out_e,
-                    counts):  # fmt: skip
+                    nbytes, smap, ends, sym, rank, nxt, prv, heap, cache, lcache, out_ids, out_s,
+                    out_e, counts):  # fmt: skip
     """Thread k encodes range k into the output slots from ``base[k]``."""
     k = cuda.grid(1)
     if k < lo.size:
@@ -44,8 +45,8 @@ def k_encode_ranges(lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le,
             lit0 += 1
         n = encode_range(lo[k], hi[k], cps, fl, fold, family, u8, char_start, ls, le, lid, lit0,
                          nlit, byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off,
-                         ignore_merges, nbytes, ends[k], sym[k], rank[k], nxt[k], prv[k],
-                         heap[k], cache[k], out_ids, out_s, out_e, base[k])  # fmt: skip
+                         ignore_merges, nbytes, smap, ends[k], sym[k], rank[k], nxt[k], prv[k],
+                         heap[k], cache[k], lcache[k], out_ids, out_s, out_e, base[k])  # fmt: skip
         counts[k] = n - base[k]
 
 
@@ -87,6 +88,7 @@ def encode_ranges(engine, text: str, ranges: int = 4, threads_per_block: int = 3
     work = [np.zeros((k, widest), dtype=np.int64) for _ in range(4)]
     heap = np.zeros((k, 3 * widest), dtype=np.int64)
     cache = np.zeros((k, GPU_CACHE_SLOTS, _rules.CACHE_COLS), dtype=np.int64)
+    lcache = np.zeros((k, GPU_LONG_SLOTS, _rules.LONG_COLS), dtype=np.int64)
     out_ids = np.zeros(nb, dtype=np.int64)
     out_s = np.zeros(nb, dtype=np.int64)
     out_e = np.zeros(nb, dtype=np.int64)
@@ -95,8 +97,9 @@ def encode_ranges(engine, text: str, ranges: int = 4, threads_per_block: int = 3
     k_encode_ranges[blocks, threads_per_block](
         lo, hi, base, cps[:n], fl[:n], t.fold, t.family_code, u8, char_start, ls[:nlit],
         le[:nlit], lid[:nlit], nlit, t.byte_ids, t.pair_keys, t.pair_ranks, t.pair_merged,
-        t.vocab_keys, t.vocab_ids, t.pool, t.pool_off, t.ignore_merges, t.token_nbytes, ends,
-        *work, heap, cache, out_ids, out_s, out_e, counts,
+        t.vocab_keys, t.vocab_ids, t.pool, t.pool_off, t.ignore_merges, t.token_nbytes,
+        engine.short_map, ends,
+        *work, heap, cache, lcache, out_ids, out_s, out_e, counts,
     )  # fmt: skip
     sel = np.concatenate([np.arange(b, b + c) for b, c in zip(base, counts, strict=True)])
     return out_ids[sel].astype(np.uint32), out_s[sel], out_e[sel]

@@ -50,7 +50,22 @@ F_DEEPSEEK = 4
 EMPTY_KEY = -1
 CACHE_SLOTS = 16384  # direct-mapped piece cache on the CPU (rows; any power of two works)
 CACHE_MAX_BYTES = 16  # pieces up to this long are cached (two packed words)
-CACHE_COLS = 4 + CACHE_MAX_BYTES  # len, word0, word1, count, ids...
+# Keys are a piece's exact bytes packed 7 to a word, so every word (and every hash, kept to
+# 63 bits) is the same non-negative int64 on the CPU and under the CUDA simulator's Python
+# ints.  A short piece (<= 16 bytes) is (lw, w0, w1): lw = length | bytes 14..15 << 8.
+CACHE_TOKENS = 4  # a short-cache row holds pieces of up to this many tokens
+CACHE_COLS = 8  # one 64-byte row: header, w0, w1, ids[CACHE_TOKENS], check
+# header = lw | token count << 24 | byte length of token k << (32 + 5k)
+LONG_MAX_BYTES = 128  # pieces of 17..128 bytes go to the long-piece cache
+LONG_TOKENS = 16
+LONG_WORDS = 19  # ceil(128 / 7)
+LONG_LEN_WORDS = 3  # token byte lengths, 7 per word
+LONG_COLS = 40  # header, bytes[LONG_WORDS], token lengths[LONG_LEN_WORDS], ids[16], check
+LONG_SLOTS = 2048  # long-piece cache rows on the CPU (any power of two works)
+# Every cache row ends in a check word over the rest: a row whose check does not match
+# (never written, torn, or corrupted) is a miss, so no row can change the output.
+SHORT_COLS = 4  # short-piece map row: lw (0: empty), w0, w1, token id
+M63 = (1 << 63) - 1
 SMALL_PIECE = 24  # bytes: at or below, the rank-array loop beats the heap
 NO_RANK = (1 << 31) - 1
 
@@ -469,54 +484,154 @@ def make(jit):
         return m
 
     @jit
-    def cache_slot(u8, b0, b1, slots):
-        """Pack a short piece's bytes into two words; returns (slot, word0, word1).
+    def mix(h, x):
+        """One step of the 63-bit hash every key and check word uses."""
+        h = ((h ^ x) * 0x100000001B3) & M63
+        return h ^ (h >> 29)
 
-        ``slots`` (a power of two) is the cache's row count: each target sizes its own.
-        """
+    @jit
+    def piece_words(u8, b0, b1):
+        """A short piece's exact key (lw, w0, w1): its length and bytes, 7 to a word."""
         w0 = 0
         w1 = 0
+        lw = b1 - b0
         for k in range(b0, b1):
             d = k - b0
-            if d < 8:
+            if d < 7:
                 w0 = w0 | (int(u8[k]) << (8 * d))
+            elif d < 14:
+                w1 = w1 | (int(u8[k]) << (8 * (d - 7)))
             else:
-                w1 = w1 | (int(u8[k]) << (8 * (d - 8)))
-        h = (w0 * 0x9E3779B1) ^ (w1 * 0x85EBCA77) ^ (b1 - b0)
-        return ((h >> 12) ^ h) & (slots - 1), w0, w1
+                lw = lw | (int(u8[k]) << (8 * (d - 13)))
+        return lw, w0, w1
+
+    @jit
+    def piece_hash(lw, w0, w1):
+        return mix(mix(mix(0x27D4EB2F165667C5, lw), w0), w1)
+
+    @jit
+    def short_lookup(smap, lw, w0, w1, h):
+        """Token id of a short piece from the read-only short-piece map, or -1.
+
+        The map is a memo of ``bpe_uncached`` itself for every vocabulary entry of
+        2..16 bytes whose encoding is that single token (``cpu.build_short_map``):
+        a hit returns exactly what the merges would.  Keys are the exact bytes.
+        """
+        mask = smap.shape[0] - 1
+        s = h & mask
+        while True:
+            lw_s = smap[s, 0]
+            if lw_s == 0:
+                return -1
+            if lw_s == lw and smap[s, 1] == w0 and smap[s, 2] == w1:
+                return smap[s, 3]
+            s = (s + 1) & mask
+
+    @jit
+    def row_check(row, ncols):
+        """Check word over ``row[:ncols - 1]`` (the last column holds it)."""
+        h = 0x1F3D5B79A2C4E6F7
+        for k in range(ncols - 1):
+            h = mix(h, row[k])
+        return h
+
+    @jit
+    def cache_store(cache, slot, lw, w0, w1, out, n0, m, nbytes):
+        """Remember a short piece's tokens (at most CACHE_TOKENS) in its direct-mapped row."""
+        count = m - n0
+        if count > CACHE_TOKENS:
+            return
+        row = cache[slot]
+        hdr = lw | (count << 24)
+        for k in range(CACHE_TOKENS):
+            if k < count:
+                t = out[n0 + k]
+                hdr = hdr | (int(nbytes[t]) << (32 + 5 * k))
+                row[3 + k] = t
+            else:
+                row[3 + k] = 0
+        row[0] = hdr
+        row[1] = w0
+        row[2] = w1
+        row[CACHE_COLS - 1] = row_check(row, CACHE_COLS)
+
+    @jit
+    def long_words(u8, b0, b1, words):
+        """A long piece's bytes packed 7 to a word into ``words[:ceil(L/7)]`` (L <= len(words)
+        holds for any scratch of the piece's size); returns its hash."""
+        nw = (b1 - b0 + 6) // 7
+        for k in range(nw):
+            words[k] = 0
+        for k in range(b0, b1):
+            d = k - b0
+            q = d // 7
+            words[q] = words[q] | (int(u8[k]) << (8 * (d - 7 * q)))
+        h = mix(0x27D4EB2F165667C5, b1 - b0)
+        for k in range(nw):
+            h = mix(h, words[k])
+        return h
+
+    @jit
+    def long_lookup(lcache, length, words, h):
+        """Row of the long-piece cache holding exactly these bytes (check word valid), or -1.
+
+        Rows are stored zero-padded and the check word covers every column, so equal
+        length, equal leading words and a valid check mean equal bytes.
+        """
+        slot = h & (lcache.shape[0] - 1)
+        row = lcache[slot]
+        if (row[0] & 0xFF) != length:
+            return -1
+        for k in range((length + 6) // 7):
+            if row[1 + k] != words[k]:
+                return -1
+        if row[LONG_COLS - 1] != row_check(row, LONG_COLS):
+            return -1
+        return slot
+
+    @jit
+    def long_store(lcache, length, words, h, out, n0, m, nbytes):
+        count = m - n0
+        if count > LONG_TOKENS:
+            return
+        row = lcache[h & (lcache.shape[0] - 1)]
+        row[0] = length | (count << 8)
+        nw = (length + 6) // 7
+        for k in range(LONG_WORDS):
+            row[1 + k] = words[k] if k < nw else 0
+        for k in range(LONG_LEN_WORDS):
+            row[1 + LONG_WORDS + k] = 0
+        for k in range(LONG_TOKENS):
+            t = out[n0 + k] if k < count else 0
+            row[1 + LONG_WORDS + LONG_LEN_WORDS + k] = t
+            if k < count:
+                w = 1 + LONG_WORDS + k // 7
+                row[w] = row[w] | (int(nbytes[t]) << (8 * (k % 7)))
+        row[LONG_COLS - 1] = row_check(row, LONG_COLS)
 
     @jit
     def bpe_piece(u8, b0, b1, byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off,
-                  ignore_merges, sym, rank, nxt, prv, heap, cache, out, n_out):  # fmt: skip
+                  ignore_merges, nbytes, sym, rank, nxt, prv, heap, cache, lcache, out,
+                  n_out):  # fmt: skip
         """Encode the bytes ``u8[b0:b1]`` of one piece; append ids to ``out``; returns n_out.
 
-        Short pieces go through a direct-mapped cache whose key is the piece's exact
-        bytes (packed), so a hit returns exactly what the merges would.
+        A piece's result is remembered in the short or long piece cache, keyed by its
+        exact bytes (``encode_range`` looks it up before calling here), so a later hit
+        returns exactly what the merges would.
         """
         length = b1 - b0
         if length == 1:
             out[n_out] = byte_ids[u8[b0]]
             return n_out + 1
-        cacheable = length <= CACHE_MAX_BYTES
-        slot = 0
-        w0 = 0
-        w1 = 0
-        if cacheable:
-            slot, w0, w1 = cache_slot(u8, b0, b1, cache.shape[0])
-            if cache[slot, 0] == length and cache[slot, 1] == w0 and cache[slot, 2] == w1:
-                c = cache[slot, 3]
-                for k in range(c):
-                    out[n_out + k] = cache[slot, 4 + k]
-                return n_out + c
         m = bpe_uncached(u8, b0, b1, byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off,
                          ignore_merges, sym, rank, nxt, prv, heap, out, n_out)  # fmt: skip
-        if cacheable:
-            cache[slot, 0] = length
-            cache[slot, 1] = w0
-            cache[slot, 2] = w1
-            cache[slot, 3] = m - n_out
-            for k in range(m - n_out):
-                cache[slot, 4 + k] = out[n_out + k]
+        if length <= CACHE_MAX_BYTES:
+            lw, w0, w1 = piece_words(u8, b0, b1)
+            slot = piece_hash(lw, w0, w1) & (cache.shape[0] - 1)
+            cache_store(cache, slot, lw, w0, w1, out, n_out, m, nbytes)
+        elif length <= LONG_MAX_BYTES:
+            h = long_words(u8, b0, b1, sym)  # sym is free again: the merges are done
+            long_store(lcache, length, sym, h, out, n_out, m, nbytes)
         return m
 
     @jit
@@ -581,7 +696,7 @@ def make(jit):
     # --- one range of text: literals, pieces, BPE, spans -------------------------------------
     @jit
     def emit_piece(u8, char_start, ps, pe, byte_ids, keys, ranks, merged, vkeys, vids, pool,
-                   pool_off, ignore_merges, nbytes, sym, rank, nxt, prv, heap, cache,
+                   pool_off, ignore_merges, nbytes, sym, rank, nxt, prv, heap, cache, lcache,
                    out_ids, out_s, out_e, n):  # fmt: skip
         """BPE one piece (characters ``[ps, pe)``) and record each token's character span.
 
@@ -590,7 +705,8 @@ def make(jit):
         """
         b = char_start[ps]
         m = bpe_piece(u8, b, char_start[pe], byte_ids, keys, ranks, merged, vkeys, vids, pool,
-                      pool_off, ignore_merges, sym, rank, nxt, prv, heap, cache, out_ids, n)  # fmt: skip
+                      pool_off, ignore_merges, nbytes, sym, rank, nxt, prv, heap, cache, lcache,
+                      out_ids, n)  # fmt: skip
         ci = ps
         cj = ps
         for t in range(n, m):
@@ -607,13 +723,16 @@ def make(jit):
     @jit
     def encode_range(c0, c1, cps, fl, fold, family, u8, char_start, ls, le, lid, lit0, nlit,
                      byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off, ignore_merges,
-                     nbytes, ends, sym, rank, nxt, prv, heap, cache, out_ids, out_s, out_e, n):  # fmt: skip
+                     nbytes, smap, ends, sym, rank, nxt, prv, heap, cache, lcache, out_ids, out_s,
+                     out_e, n):  # fmt: skip
         """Tokens of characters ``[c0, c1)``: literals ``lit0..`` inside it, pieces between them.
 
         ``[c0, c1)`` must start and end at certified cuts (or the text's ends).
         Workspaces: ``ends`` >= c1 - c0 entries, ``sym``/``rank``/``nxt``/``prv`` >=
         the range's bytes, ``heap`` >= 3x that, ``cache`` int64[CACHE_SLOTS, CACHE_COLS]
-        (zeroed or carried over from earlier calls of the same tokenizer).  Returns the
+        (zeroed or carried over from earlier calls of the same tokenizer), ``lcache``
+        int64[LONG_SLOTS, LONG_COLS] likewise; ``smap`` the
+        tokenizer's read-only short-piece map (``cpu.build_short_map``).  Returns the
         new token count.
         """
         k = lit0
@@ -630,8 +749,9 @@ def make(jit):
                     b0 = char_start[ps]
                     length = char_start[pe] - b0
                     hit = False
-                    # Hot path inline (no call with ~20 array arguments): one-byte pieces
-                    # and piece-cache hits; everything else goes through emit_piece.
+                    # Hot path inline (no call with ~20 array arguments): one-byte pieces,
+                    # short vocabulary pieces and piece-cache hits; the rest goes through
+                    # emit_piece (BPE, then remembered in the cache).
                     if length == 1:
                         out_ids[n] = byte_ids[u8[b0]]
                         out_s[n] = ps
@@ -639,23 +759,58 @@ def make(jit):
                         n += 1
                         hit = True
                     elif length <= CACHE_MAX_BYTES:
-                        slot, w0, w1 = cache_slot(u8, b0, b0 + length, cache.shape[0])
-                        if (
-                            cache[slot, 0] == length
-                            and cache[slot, 1] == w0
-                            and cache[slot, 2] == w1
-                        ):
+                        lw, w0, w1 = piece_words(u8, b0, b0 + length)
+                        h = piece_hash(lw, w0, w1)
+                        t = short_lookup(smap, lw, w0, w1, h)
+                        if t >= 0:  # one token: it spans the whole piece
+                            out_ids[n] = t
+                            out_s[n] = ps
+                            out_e[n] = pe
+                            n += 1
+                            hit = True
+                        else:
+                            slot = h & (cache.shape[0] - 1)
+                            hdr = cache[slot, 0]
+                            if (
+                                (hdr & 0xFFFFFF) == lw
+                                and cache[slot, 1] == w0
+                                and cache[slot, 2] == w1
+                                and cache[slot, CACHE_COLS - 1]
+                                == row_check(cache[slot], CACHE_COLS)
+                            ):
+                                count = (hdr >> 24) & 0xFF
+                                b = b0
+                                ci = ps
+                                cj = ps
+                                for k2 in range(count):
+                                    last = b + ((hdr >> (32 + 5 * k2)) & 31) - 1
+                                    while char_start[ci + 1] <= b:
+                                        ci += 1
+                                    while char_start[cj + 1] <= last:
+                                        cj += 1
+                                    out_ids[n] = cache[slot, 3 + k2]
+                                    out_s[n] = ci
+                                    out_e[n] = cj + 1
+                                    n += 1
+                                    b = last + 1
+                                hit = True
+                    elif length <= LONG_MAX_BYTES:
+                        h = long_words(u8, b0, b0 + length, sym)
+                        slot = long_lookup(lcache, length, sym, h)
+                        if slot >= 0:
+                            row = lcache[slot]
+                            count = (row[0] >> 8) & 0xFF
                             b = b0
                             ci = ps
                             cj = ps
-                            for k2 in range(cache[slot, 3]):
-                                t = cache[slot, 4 + k2]
-                                last = b + nbytes[t] - 1
+                            for k2 in range(count):
+                                w = row[1 + LONG_WORDS + k2 // 7]
+                                last = b + ((w >> (8 * (k2 % 7))) & 0xFF) - 1
                                 while char_start[ci + 1] <= b:
                                     ci += 1
                                 while char_start[cj + 1] <= last:
                                     cj += 1
-                                out_ids[n] = t
+                                out_ids[n] = row[1 + LONG_WORDS + LONG_LEN_WORDS + k2]
                                 out_s[n] = ci
                                 out_e[n] = cj + 1
                                 n += 1
@@ -664,7 +819,8 @@ def make(jit):
                     if not hit:
                         n = emit_piece(u8, char_start, ps, pe, byte_ids, keys, ranks, merged,
                                        vkeys, vids, pool, pool_off, ignore_merges, nbytes, sym,
-                                       rank, nxt, prv, heap, cache, out_ids, out_s, out_e, n)  # fmt: skip
+                                       rank, nxt, prv, heap, cache, lcache, out_ids, out_s,
+                                       out_e, n)  # fmt: skip
                     ps = pe
             if seg_end < c1:
                 out_ids[n] = lid[k]

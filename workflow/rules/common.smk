@@ -63,4 +63,11 @@ ALL_OUTPUTS = [
     "results/tables/burst-tails.csv",
     "results/figures/tail-capacity.png",
     "results/notebooks/09-tail-capacity.ipynb",
+    "results/tables/continuation-latency.csv",
+    "results/tables/continuation-targets.csv",
+    "results/figures/continuation-latency.png",
+    "results/notebooks/10-continuation.ipynb",
+    "results/tables/frontend-cost.csv",
+    "results/figures/frontend-cost.png",
+    "results/notebooks/11-frontend-cost.ipynb",
 ]

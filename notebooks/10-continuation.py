@@ -1,0 +1,99 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 10 · One continuation at every context size (issue #11, claim R5)
+#
+# A live session holds N characters of a real stream; the next request adds 1.1K
+# characters (the workload's median append). Every method sees identical texts in one
+# run: the tier through `append` and through the full-text API (compiled repair), the
+# tier with the Python reference plan (the request path before it was compiled),
+# fastokens and Gigatoken-prewarmed full re-encodes, and toktier's own stateless engine.
+# Corpora: agent transcripts (code-heavy) and pycountry's catalogs (many scripts).
+
+# %% tags=["parameters"]
+archive = "data/build/archives/mini-swe-agent-gemini3-swebench-verified.tar.xz"
+tokenizers = ["llama3", "qwen3"]
+contexts = [12_000, 48_000, 200_000, 1_000_000]
+delta = 1100
+samples = 100
+slow_samples = 20
+results_dir = "results"
+
+# %%
+import json
+from pathlib import Path
+
+import pandas as pd
+import seaborn as sns
+
+import toktier
+from toktier.bench import continuation, streams
+from toktier.bench.machine import machine_facts
+from toktier.campaigns import corpus
+
+results = Path(results_dir)
+for sub in ("tables", "figures", "runs"):
+    (results / sub).mkdir(parents=True, exist_ok=True)
+sns.set_theme(style="whitegrid")
+trajs = streams.load_trajectories(Path(archive))
+need = max(contexts) + delta * (samples + 2)
+multilingual = "".join(corpus.pycountry_documents())
+
+# %%
+rows = []
+for name in tokenizers:
+    tok = toktier.load(name)
+    transcripts = streams.stream_text(trajs, name, need)
+    rows += continuation.continuation_latency(
+        tok, {"transcripts": transcripts, "multilingual": multilingual}, contexts,
+        delta=delta, samples=samples, slow_samples=slow_samples,
+    )  # fmt: skip
+summary = continuation.summarize(rows)
+goals = continuation.targets(summary)
+(results / "runs" / "continuation.json").write_text(
+    json.dumps({"machine": machine_facts(), "delta": delta, "rows": rows}, indent=0)
+)
+table = pd.DataFrame(summary)
+assert table.loc[table.method.str.startswith("tier"), "exact"].all(), "a tier result diverged"
+table.to_csv(results / "tables" / "continuation-latency.csv", index=False)
+pd.DataFrame(goals).to_csv(results / "tables" / "continuation-targets.csv", index=False)
+table.pivot_table(
+    index=["tokenizer", "corpus", "context"], columns="method", values="p50_us"
+).round(1)
+
+# %%
+pd.DataFrame(goals)
+
+# %%
+palette = dict(
+    zip(
+        continuation.METHODS,
+        sns.color_palette("colorblind", len(continuation.METHODS)),
+        strict=True,
+    )
+)
+grid = sns.relplot(
+    data=table, x="context", y="p50_us", hue="method", style="method", markers=True, dashes=False,
+    col="corpus", row="tokenizer", kind="line", palette=palette, height=3.2, aspect=1.35,
+    hue_order=list(continuation.METHODS), style_order=list(continuation.METHODS),
+)  # fmt: skip
+for ax in grid.axes.flat:
+    ax.set(xscale="log", yscale="log")
+    ax.axhline(50, ls=":", c="gray", lw=1)
+    ax.text(ax.get_xlim()[0], 50, " 50 µs target", va="bottom", ha="left", fontsize=8, color="gray")
+grid.set_axis_labels("session context N (characters)", f"one {delta:,}-char continuation, P50 µs")
+grid.set_titles("{row_name} · {col_name}")
+grid.figure.suptitle(
+    "Continuation cost vs context: tier against stateless and cached peers", y=1.02
+)
+grid.savefig(results / "figures" / "continuation-latency.png", dpi=130, bbox_inches="tight")

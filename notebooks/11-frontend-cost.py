@@ -1,0 +1,80 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 11 · Front-end cost under the recorded request mixture (paper §6.9 cost table, claim C1)
+#
+# Every model call of the replayed trajectories, session starts included, is sent as
+# the full prompt a front end receives, to each method in turn: HF and fastokens full
+# re-encodes, a Gigatoken object per session (prewarmed by the session's earlier calls),
+# the tier over reference windows and the tier over the engine. `E[t_tok]` is the mean
+# process CPU time per request; in milliseconds it reads as CPU cores per 1,000
+# requests/s. Every tier result is compared with the reference IDs of the same call.
+
+# %% tags=["parameters"]
+archive = "data/build/archives/mini-swe-agent-gemini3-swebench-verified.tar.xz"
+tokenizer = "llama3"
+sessions = 20  # trajectories replayed (0: all 500)
+results_dir = "results"
+
+# %%
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+import toktier
+from toktier.bench import frontend_cost, streams
+from toktier.bench.machine import machine_facts
+
+results = Path(results_dir)
+for sub in ("tables", "figures", "runs"):
+    (results / sub).mkdir(parents=True, exist_ok=True)
+sns.set_theme(style="whitegrid")
+tok = toktier.load(tokenizer)
+trajs = streams.load_trajectories(Path(archive), limit=sessions or None)
+
+# %%
+rows = frontend_cost.frontend_cost(tok, trajs)
+(results / "runs" / "frontend-cost.json").write_text(
+    json.dumps({"machine": machine_facts(), "tokenizer": tok.name, "rows": rows}, indent=0)
+)
+table = pd.DataFrame(frontend_cost.summarize(rows))
+assert table.loc[table.method.str.startswith("tier"), "exact"].all(), "a tier result diverged"
+tier = table.set_index("method").loc["tier over the engine", "E_t_tok_cpu_ms"]
+table["vs_tier_over_engine"] = table["E_t_tok_cpu_ms"] / tier
+table.to_csv(results / "tables" / "frontend-cost.csv", index=False)
+table
+
+# %%
+df = pd.DataFrame(rows)
+order = list(frontend_cost.METHODS)
+palette = dict(zip(order, sns.color_palette("colorblind", len(order)), strict=True))
+fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.4), gridspec_kw={"width_ratios": [1, 1.3]})
+sns.barplot(data=table, y="method", x="E_t_tok_cpu_ms", order=order, hue="method",
+            palette=palette, ax=a, legend=False)  # fmt: skip
+for i, m in enumerate(order):
+    v = table.set_index("method")["E_t_tok_cpu_ms"].get(m)
+    if v is not None:
+        a.text(v, i, f" {v:.3g} ms", va="center", fontsize=9)
+    p = frontend_cost.PAPER.get(m)
+    if p is not None:
+        a.plot([p], [i], marker="|", ms=14, mew=2, color="black")
+a.set(xscale="log", xlabel="E[t_tok]: CPU ms per request (= cores per 1,000 req/s)", ylabel="",
+      title="Mean CPU cost per request (black tick: paper)")  # fmt: skip
+sns.ecdfplot(data=df, x="wall_ms", hue="method", hue_order=order, palette=palette, ax=b)
+b.set(xscale="log", xlabel="wall time per request (ms)", ylabel="share of requests",
+      title=f"Per-request latency, {df.session.nunique()} sessions, {len(df) // len(order):,} requests each")  # fmt: skip
+fig.tight_layout()
+fig.savefig(results / "figures" / "frontend-cost.png", dpi=130)

@@ -1,0 +1,227 @@
+"""The compiled repair path (``engine.splice``) against the Python reference plan and the reference.
+
+TOKTIER_EXAMPLES sets the hypothesis scenarios per tokenizer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import toktier
+from toktier import Tier, diff, repair
+from toktier.campaigns import adversarial
+from toktier.engine import splice
+
+PROSE = "The quick brown fox jumps over the lazy dog; it's 2026 and the pipeline runs. " * 30
+NAMES = toktier.known()
+
+
+@pytest.fixture(scope="module", params=NAMES)
+def pair(request):
+    """A compiled and a Python-plan tier of one tokenizer (built once per module)."""
+    tok = toktier.load(request.param)
+    return (
+        Tier(tok, repair_impl="compiled", verify_rate=0, delta_aware=False),
+        Tier(tok, repair_impl="python", verify_rate=0, delta_aware=False),
+    )
+
+
+def _same_result(a, b, text, tok):
+    assert (a.path, a.reason, a.widenings, a.window_chars) == (
+        b.path, b.reason, b.widenings, b.window_chars,
+    )  # fmt: skip
+    assert a.boundaries == b.boundaries, "the two implementations spliced at different points"
+    assert a.keep == b.keep
+    assert a.ids.tolist() == b.ids.tolist() == tok.reference(text)
+
+
+def _run_both(pair, window, text, ops, sid):
+    """Send one scenario through both tiers; every result must agree and equal the reference."""
+    compiled, python = pair
+    tok = compiled.tokenizer
+    compiled.window = python.window = window
+    for tier in pair:
+        tier.close(sid)
+        tier.encode(text, session=sid)
+    for op in ops:
+        if op[0] == "append":
+            text += op[1]
+            if len(op[1]) % 2:
+                got = [tier.append(sid, op[1]) for tier in pair]
+            else:
+                got = [tier.encode(text, session=sid) for tier in pair]
+        else:
+            _, i, j, ins = op
+            text = text[:i] + ins + text[j:]
+            got = [tier.encode(text, session=sid) for tier in pair]
+        _same_result(*got, text, tok)
+        recs = [tier.session_records(sid) for tier in pair]
+        for x, y in zip(*recs, strict=True):
+            assert np.array_equal(x, y)
+
+
+def test_compiled_and_python_plans_agree(pair):
+    """Hypothesis scenarios from the pitfall list: same splice points, same IDs, reference IDs."""
+    tok = pair[0].tokenizer
+
+    @settings(database=None)
+    @given(scenario=adversarial.scenarios(adversarial.fragments(tok)))
+    def check(scenario):
+        window, text, ops = scenario
+        _run_both(pair, window, text, ops, "diff")
+
+    check()
+
+
+@pytest.mark.parametrize(
+    "ops",
+    [
+        [("append", " pipe"), ("append", "line 12"), ("append", "345\r\n")],
+        [("edit", 1500, 1510, "EDITED 123"), ("edit", 40, 40, "x"), ("edit", 800, 1100, "")],
+        [("append", "é"), ("append", "\u0301 and more"), ("edit", 10, 12, "\u0958")],
+    ],
+)
+def test_plans_agree_on_known_pitfalls(pair, ops):
+    _run_both(pair, 512, PROSE, ops, "pit")
+    _run_both(pair, 24, PROSE, ops, "pit-small")  # small windows: widenings and fallbacks
+
+
+def test_fallback_reasons_agree(pair):
+    tok = pair[0].tokenizer
+    for tier in pair:
+        tier.window, tier.max_widenings = 40, 0
+        tier.close("fb")
+        tier.encode(PROSE, session="fb")
+    try:
+        got = [tier.append("fb", "1234567") for tier in pair]
+        _same_result(*got, PROSE + "1234567", tok)
+    finally:
+        for tier in pair:
+            tier.window, tier.max_widenings = repair.DEFAULT_WINDOW, repair.DEFAULT_MAX_WIDENINGS
+
+
+@pytest.mark.parametrize("impl", ["compiled", "python"])
+@pytest.mark.parametrize("name", ["llama3", "qwen3", "bert-uncased"])
+def test_results_never_change_and_patches_add_up(name, impl):
+    """Every result keeps its IDs forever, read early or late; keep + new_ids rebuild them."""
+    tier = Tier(name, repair_impl=impl, verify_rate=0, window=64)
+    tok = tier.tokenizer
+    text = "start: " + PROSE[:300]
+    steps = [("encode", text)]
+    script = [
+        ("append", " one"), ("append", " two 12"), ("encode", None), ("append", "345 " * 400),
+        ("edit", (20, 25, "EDIT")), ("append", ""), ("edit", (5, 5, "xyz" * 50)),
+        ("append", " <|im_start|> 1"), ("edit", (100, 400, "")), ("append", "é\u0301"),
+    ]  # fmt: skip
+    results, texts = [tier.encode(text, session="s")], [text]
+    early = {0: results[0].ids.copy()}
+    for kind, arg in script:
+        if kind == "append":
+            text += arg
+            r = tier.append("s", arg)
+        elif kind == "encode":
+            r = tier.encode(text, session="s")
+        else:
+            i, j, ins = arg
+            text = text[:i] + ins + text[j:]
+            r = tier.encode(text, session="s")
+        steps.append((kind, arg))
+        prev = results[-1]
+        results.append(r)
+        texts.append(text)
+        if len(results) % 2:  # read half of them right away, the rest only at the end
+            early[len(results) - 1] = r.ids.copy()
+        # the patch: keep leading IDs of the previous result, then new_ids
+        assert r.keep <= len(prev)
+        assert len(r) == r.keep + len(r.new_ids)
+        assert not r.new_ids.flags.writeable
+    for k, (r, t) in enumerate(zip(results, texts, strict=True)):
+        want = tok.reference(t)
+        assert r.ids.tolist() == want, f"result {k} ({steps[k][0]}) changed after later requests"
+        assert not r.ids.flags.writeable
+        if k in early:
+            assert r.ids.tolist() == early[k].tolist()
+        if k:
+            prev = results[k - 1].ids
+            assert r.ids[: r.keep].tolist() == prev[: r.keep].tolist()
+            assert r.ids[r.keep :].tolist() == r.new_ids.tolist()
+            if r.keep < min(len(prev), len(r.ids)):  # keep is the whole common prefix
+                assert prev[r.keep] != r.ids[r.keep]
+
+
+def test_full_text_request_keeps_the_callers_string():
+    tier = Tier("llama3", verify_rate=0)
+    text = PROSE
+    tier.encode(text, session="s")
+    longer = text + " and the front end resends everything"
+    r = tier.encode(longer, session="s")
+    assert r.path == "repair"
+    (stored,) = tier.store.get("s").text_parts()
+    assert stored is longer  # kept, not copied
+    assert tier.encode(longer, session="s").reason == "unchanged text"
+
+
+def test_miss_after_fallback_reports_keep():
+    tier = Tier("llama3", verify_rate=0, window=40, max_widenings=0)
+    tier.encode(PROSE, session="s")
+    first = tier.session_records("s")[0]
+    r = tier.append("s", "1234567")
+    assert r.path != "repair"
+    assert r.keep == diff.common_ids(first, r.ids) and r.keep > 0
+    assert r.ids[r.keep :].tolist() == r.new_ids.tolist()
+
+
+def test_verifier_checks_lazily_assembled_ids():
+    tier = Tier("llama3", verify_rate=1.0)
+    text = PROSE
+    tier.encode(text, session="v")
+    for k in range(20):
+        delta = f" step {k}\n"
+        text += delta
+        tier.append("v", delta)  # the results are dropped at once: the verifier assembles them
+    tier.shutdown()
+    v = tier.stats()["verifier"]
+    assert v["checked"] == 21 and v["mismatches"] == 0 and v["errors"] == 0
+
+
+def test_bound_entry_point_refuses_other_types():
+    """The direct entry point still checks array types; a mismatch goes through the dispatcher."""
+    bound = splice._Bound(splice.lower_bound)
+    a = np.arange(10, dtype=np.int64)
+    assert bound(a, 0, 10, 5) == 5
+    assert bound.check(a, 0, 10, 5)
+    b = np.arange(10, dtype=np.int32)
+    assert not bound.check(b, 0, 10, 5)
+    assert bound(b, 0, 10, 7) == 7
+
+
+_ALPHABET = st.sampled_from(["a", "b", " ", "é", "€", "\u0301", "😀", "\U0010ffff"])
+
+
+@given(
+    old=st.lists(_ALPHABET, max_size=700).map("".join),
+    new=st.lists(_ALPHABET, max_size=700).map("".join),
+    cut=st.integers(0, 700),
+    keep=st.integers(0, 700),
+)
+def test_common_prefix_and_suffix_in_every_width(old, new, cut, keep):
+    new = old[: keep % (len(old) + 1)] + new  # share a prefix often
+    parts = (old[: cut % (len(old) + 1)], old[cut % (len(old) + 1) :])
+    p = diff.common_prefix(parts, new)
+    assert old[:p] == new[:p] and (p == min(len(old), len(new)) or old[p] != new[p])
+    limit = min(len(old), len(new)) - p
+    s = diff.common_suffix(parts, new, limit)
+    assert s <= limit and old[len(old) - s :] == new[len(new) - s :]
+    assert s == limit or old[len(old) - s - 1] != new[len(new) - s - 1]
+
+
+def test_common_ids():
+    a = np.arange(1000, dtype=np.uint32)
+    b = a.copy()
+    assert diff.common_ids(a, b) == 1000
+    b[700] = 0
+    assert diff.common_ids(a, b) == 700
+    assert diff.common_ids(a[:0], b) == 0

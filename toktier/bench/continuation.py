@@ -1,0 +1,200 @@
+"""One continuation's cost at every context size: the request path against stateless peers.
+
+A session holds N characters of a real text stream; the next request adds a fixed
+Δ (1.1K characters, the workload's median append).  Every method sees identical
+texts, per cell in one run:
+
+- ``tier append``: ``Tier.append(session, delta)`` (the compiled repair path);
+- ``tier full text``: ``Tier.encode(whole text, session)``, as a front end sends it;
+- ``tier append, Python plan``: the same protocol through ``repair.plan`` (before the
+  compiled path: the reference implementation);
+- ``fastokens full re-encode``: one warm object, as deployed;
+- ``Gigatoken prewarmed``: one object per session that has encoded the session text;
+- ``engine full encode``: toktier's own stateless engine on the whole text.
+
+Timing: one timed call per sample, garbage collector off (``timing``); the tier is
+verified against the reference at the end of every cell.  Slow methods take fewer
+samples at large contexts (``slow_samples``); P99 is reported only with >= 100 samples.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ..baselines import FastokensFull, GigatokenPrewarmed
+from ..tier import Tier
+from .timing import time_ms
+
+TIER_METHODS = ("tier append", "tier full text", "tier append, Python plan")
+BASELINES = ("fastokens full re-encode", "Gigatoken prewarmed", "engine full encode")
+METHODS = TIER_METHODS + BASELINES
+
+
+def stream_cells(stream: str, context: int, delta: int, samples: int, start: int = 0):
+    """(prefix, deltas): ``context`` characters of ``stream`` then ``samples + 1`` slices of ``delta``."""
+    need = context + delta * (samples + 1)
+    if len(stream) < need:
+        reps = need // max(1, len(stream)) + 1
+        stream = stream * reps  # a short corpus is cycled (same text for every method)
+    text = stream[start : start + need] if start + need <= len(stream) else stream[:need]
+    prefix = text[:context]
+    deltas = [text[context + k * delta : context + (k + 1) * delta] for k in range(samples + 1)]
+    return prefix, deltas
+
+
+def _tier_samples(tier: Tier, sid: str, prefix: str, deltas: list[str], full_text: bool):
+    """Time ``len(deltas) - 1`` continuations (the first is an untimed warm-up)."""
+    tier.close(sid)
+    tier.encode(prefix, session=sid)
+    text = prefix + deltas[0]
+    if full_text:
+        tier.encode(text, session=sid)
+    else:
+        tier.append(sid, deltas[0])
+    out, paths = [], []
+    for d in deltas[1:]:
+        text += d
+        holder = {}
+        if full_text:
+            ms = time_ms(lambda t=text, h=holder: h.setdefault("r", tier.encode(t, session=sid)))
+        else:
+            ms = time_ms(lambda d=d, h=holder: h.setdefault("r", tier.append(sid, d)))
+        out.append(ms)
+        paths.append(holder["r"].path)
+    ok = bool(np.array_equal(holder["r"].ids, tier.tokenizer.reference(text)))
+    tier.close(sid)
+    return out, paths, ok
+
+
+def _baseline_samples(fn: Callable[[str], object], prefix, deltas, limit: int, prewarm=None):
+    text = prefix + deltas[0]
+    if prewarm is not None:
+        prewarm(text)
+    else:
+        fn(text)  # untimed warm call
+    out = []
+    for d in deltas[1 : limit + 1]:
+        text += d
+        out.append(time_ms(lambda t=text: fn(t)))
+    return out
+
+
+def continuation_latency(
+    tok,
+    streams: dict[str, str],
+    contexts: list[int],
+    *,
+    delta: int = 1100,
+    samples: int = 200,
+    slow_samples: int = 30,
+    slow_from: int = 1_000_000,
+    methods=METHODS,
+    progress: bool = True,
+) -> list[dict]:
+    """Rows (tokenizer, corpus, context, method, sample, ms, path, exact) for every cell."""
+    tiers = {}
+    if "tier append" in methods or "tier full text" in methods:
+        tiers["compiled"] = Tier(tok, verify_rate=0, delta_aware=False)
+    if "tier append, Python plan" in methods:
+        tiers["python"] = Tier(tok, verify_rate=0, delta_aware=False, repair_impl="python")
+    fast = giga = None
+    with contextlib.suppress(ImportError):
+        fast = FastokensFull(tok) if "fastokens full re-encode" in methods else None
+    with contextlib.suppress(ImportError):
+        giga = GigatokenPrewarmed(tok) if "Gigatoken prewarmed" in methods else None
+    engine = tiers["compiled"].engine if "compiled" in tiers else None
+    rows: list[dict] = []
+    cells = [(c, k) for c in contexts for k in streams]
+    for context, corpus in tqdm(cells, desc=f"continuations {tok.name}", disable=not progress):
+        prefix, deltas = stream_cells(streams[corpus], context, delta, samples)
+        limit = samples if context < slow_from else min(samples, slow_samples)
+
+        def add(method, times, paths=None, exact=None, corpus=corpus, context=context):
+            for i, ms in enumerate(times):
+                rows.append({
+                    "tokenizer": tok.name, "corpus": corpus, "context": context, "delta": delta,
+                    "method": method, "sample": i, "ms": ms,
+                    "path": paths[i] if paths else "full", "exact": exact,
+                })  # fmt: skip
+
+        sid = f"c-{corpus}-{context}"
+        if "tier append" in methods:
+            add("tier append", *_tier_samples(tiers["compiled"], sid, prefix, deltas, False))
+        if "tier full text" in methods:
+            add("tier full text", *_tier_samples(tiers["compiled"], sid, prefix, deltas, True))
+        if "tier append, Python plan" in methods:
+            py_deltas = deltas[: limit + 1]
+            add("tier append, Python plan", *_tier_samples(tiers["python"], sid, prefix, py_deltas, False))  # fmt: skip
+        if fast is not None:
+            add("fastokens full re-encode", _baseline_samples(fast.full, prefix, deltas, limit))
+        if giga is not None:
+            giga.new_session()
+            add(
+                "Gigatoken prewarmed",
+                _baseline_samples(giga.full, prefix, deltas, limit, giga.full),
+            )
+        if engine is not None and "engine full encode" in methods:
+            enc = getattr(engine, "encode_full", engine.encode)
+            add(
+                "engine full encode",
+                _baseline_samples(enc, prefix, deltas, min(limit, slow_samples)),
+            )
+    return rows
+
+
+def summarize(rows: list[dict]) -> list[dict]:
+    """P50 / P99 (P99 only with >= 100 samples) per tokenizer, corpus, context and method."""
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    out = []
+    for key, g in df.groupby(["tokenizer", "corpus", "context", "method"], sort=True):
+        ms = g["ms"].to_numpy()
+        out.append({
+            "tokenizer": key[0], "corpus": key[1], "context": key[2], "method": key[3],
+            "n": len(ms), "p50_us": float(np.percentile(ms, 50) * 1e3),
+            "p99_us": float(np.percentile(ms, 99) * 1e3) if len(ms) >= 100 else None,
+            "exact": bool(g["exact"].dropna().all()) if g["exact"].notna().any() else None,
+            "repaired": float((g["path"] == "repair").mean()),
+        })  # fmt: skip
+    return out
+
+
+def targets(summary: list[dict]) -> list[dict]:
+    """Issue #11's targets, per tokenizer and corpus: measured value, target, verdict."""
+    import pandas as pd
+
+    s = pd.DataFrame(summary)
+    out = []
+    for (tok, corpus), g in s.groupby(["tokenizer", "corpus"]):
+        p50 = g.pivot_table(index="context", columns="method", values="p50_us")
+
+        def get(ctx, m, p50=p50):
+            return p50.at[ctx, m] if ctx in p50.index and m in p50.columns else np.nan
+
+        def row(name, value, target, ok, unit, tok=tok, corpus=corpus):
+            out.append({"tokenizer": tok, "corpus": corpus, "target": name, "value": value,
+                        "goal": target, "unit": unit, "met": bool(ok)})  # fmt: skip
+
+        small = [c for c in p50.index if 12_000 <= c <= 200_000]
+        for m in ("tier append", "tier full text"):
+            if small and m in p50.columns:
+                worst = float(p50.loc[small, m].max())
+                row(f"{m}: P50, contexts 12K–200K (worst)", worst, 50.0, worst <= 50, "µs")
+        big = [c for c in p50.index if c >= 1_000_000]
+        if big and 48_000 in p50.index and "tier append" in p50.columns:
+            flat = float(p50.loc[max(big), "tier append"] / p50.at[48_000, "tier append"])
+            row(f"tier append: P50 at {max(big):,} / P50 at 48K", flat, 1.5, flat <= 1.5, "×")
+        for ctx, want in ((48_000, (5, 3)), (1_000_000, (10, 10))):
+            t = get(ctx, "tier append")
+            for peer, goal in zip(
+                ("fastokens full re-encode", "Gigatoken prewarmed"), want, strict=True
+            ):
+                ratio = get(ctx, peer) / t
+                if not np.isnan(ratio):
+                    row(f"{peer} / tier append at {ctx:,}", float(ratio), goal, ratio >= goal, "×")
+    return out

@@ -1,0 +1,158 @@
+"""Where two texts (or two ID arrays) first differ, at memory-compare speed and without copies.
+
+A front end resends the whole transcript; deciding how much of it a session
+already holds must not slice, join or re-encode the stored text.  These compiled
+loops read both Python strings in place (numba sees a ``str``'s own buffer, in
+whatever width CPython chose for it: 1, 2 or 4 bytes per character) and compare
+blocks with unsigned indices, which LLVM vectorizes: about 20 GB/s on one core,
+the speed of ``memcmp``, for equal and for mixed widths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numba
+import numpy as np
+from numba import uint64
+
+from .engine import jit as _jit
+
+_jit.use_engine_cache()
+
+_BLOCK = 256
+
+
+@numba.njit(inline="always")
+def _forward(x, i0, y, j0, n):
+    """Number of leading equal elements of x[i0:i0+n] and y[j0:j0+n]."""
+    i = 0
+    while i + _BLOCK <= n:
+        acc = np.uint32(0)
+        bx = uint64(i0 + i)
+        by = uint64(j0 + i)
+        for k in range(uint64(_BLOCK)):
+            acc |= np.uint32(x[bx + k]) ^ np.uint32(y[by + k])
+        if acc != 0:
+            break
+        i += _BLOCK
+    while i < n and x[i0 + i] == y[j0 + i]:
+        i += 1
+    return i
+
+
+@numba.njit(inline="always")
+def _backward(x, xe, y, ye, n):
+    """Number of trailing equal elements of x[xe-n:xe] and y[ye-n:ye]."""
+    i = 0
+    while i + _BLOCK <= n:
+        acc = np.uint32(0)
+        bx = uint64(xe - i - _BLOCK)
+        by = uint64(ye - i - _BLOCK)
+        for k in range(uint64(_BLOCK)):
+            acc |= np.uint32(x[bx + k]) ^ np.uint32(y[by + k])
+        if acc != 0:
+            break
+        i += _BLOCK
+    while i < n and x[xe - 1 - i] == y[ye - 1 - i]:
+        i += 1
+    return i
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _str_forward(a, a0, b, b0, n):
+    ka = a._kind
+    kb = b._kind
+    if ka == 1:
+        x1 = numba.carray(a._data, len(a), np.uint8)
+        if kb == 1:
+            return _forward(x1, a0, numba.carray(b._data, len(b), np.uint8), b0, n)
+        if kb == 2:
+            return _forward(x1, a0, numba.carray(b._data, len(b), np.uint16), b0, n)
+        return _forward(x1, a0, numba.carray(b._data, len(b), np.uint32), b0, n)
+    if ka == 2:
+        x2 = numba.carray(a._data, len(a), np.uint16)
+        if kb == 1:
+            return _forward(x2, a0, numba.carray(b._data, len(b), np.uint8), b0, n)
+        if kb == 2:
+            return _forward(x2, a0, numba.carray(b._data, len(b), np.uint16), b0, n)
+        return _forward(x2, a0, numba.carray(b._data, len(b), np.uint32), b0, n)
+    x4 = numba.carray(a._data, len(a), np.uint32)
+    if kb == 1:
+        return _forward(x4, a0, numba.carray(b._data, len(b), np.uint8), b0, n)
+    if kb == 2:
+        return _forward(x4, a0, numba.carray(b._data, len(b), np.uint16), b0, n)
+    return _forward(x4, a0, numba.carray(b._data, len(b), np.uint32), b0, n)
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _str_backward(a, ae, b, be, n):
+    ka = a._kind
+    kb = b._kind
+    if ka == 1:
+        x1 = numba.carray(a._data, len(a), np.uint8)
+        if kb == 1:
+            return _backward(x1, ae, numba.carray(b._data, len(b), np.uint8), be, n)
+        if kb == 2:
+            return _backward(x1, ae, numba.carray(b._data, len(b), np.uint16), be, n)
+        return _backward(x1, ae, numba.carray(b._data, len(b), np.uint32), be, n)
+    if ka == 2:
+        x2 = numba.carray(a._data, len(a), np.uint16)
+        if kb == 1:
+            return _backward(x2, ae, numba.carray(b._data, len(b), np.uint8), be, n)
+        if kb == 2:
+            return _backward(x2, ae, numba.carray(b._data, len(b), np.uint16), be, n)
+        return _backward(x2, ae, numba.carray(b._data, len(b), np.uint32), be, n)
+    x4 = numba.carray(a._data, len(a), np.uint32)
+    if kb == 1:
+        return _backward(x4, ae, numba.carray(b._data, len(b), np.uint8), be, n)
+    if kb == 2:
+        return _backward(x4, ae, numba.carray(b._data, len(b), np.uint16), be, n)
+    return _backward(x4, ae, numba.carray(b._data, len(b), np.uint32), be, n)
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _array_forward(a, b, n):
+    return _forward(a, 0, b, 0, n)
+
+
+def common_prefix(parts: Sequence[str], text: str) -> int:
+    """Length of the longest common prefix of ``"".join(parts)`` and ``text`` (nothing joined)."""
+    pos = 0
+    for chunk in parts:
+        m = min(len(chunk), len(text) - pos)
+        k = _str_forward(chunk, 0, text, pos, m) if m > 0 else 0
+        pos += k
+        if k < len(chunk):
+            break
+    return pos
+
+
+def common_suffix(parts: Sequence[str], text: str, limit: int) -> int:
+    """Length of the longest common suffix of ``"".join(parts)`` and ``text``, at most ``limit``."""
+    got = 0
+    end = len(text)
+    for chunk in reversed(parts):
+        m = min(len(chunk), end, limit - got)
+        k = _str_backward(chunk, len(chunk), text, end, m) if m > 0 else 0
+        got += k
+        end -= k
+        if k < len(chunk) or got >= limit:
+            break
+    return got
+
+
+def common_ids(a: np.ndarray, b: np.ndarray) -> int:
+    """Number of leading equal entries of two ID arrays."""
+    n = min(len(a), len(b))
+    return int(_array_forward(a, b, n)) if n else 0
+
+
+def warmup() -> None:
+    """Compile (or load) every width combination outside request latency."""
+    samples = ("ab", "aé", "a\u20ac", "a\U0001f600")
+    for s in samples:
+        for t in samples:
+            common_prefix([s], t)
+            common_suffix([s], t, 2)
+    common_ids(np.zeros(2, np.uint32), np.zeros(2, np.uint32))

@@ -1,0 +1,648 @@
+"""The compiled repair request path: window encode, match, certificate and splice in numba.
+
+``toktier.repair.plan`` is the readable reference implementation of the repair
+protocol (paper §3.2, App. A).  This module runs the *same* protocol -- same
+search regions, same longest run (ties to the right), same certificate, same
+splice points -- as a few compiled calls over the session's own arrays, so a
+continuation costs the window encode plus a few microseconds instead of a
+hundred numpy calls.  ``tests/test_splice.py`` checks it against ``repair.plan``
+(identical splices) and against the reference (identical IDs and spans).
+
+One request is two calls:
+
+- ``plan_engine`` encodes the window with the engine's rules into a per-thread
+  workspace (no allocation larger than the window) and finds the splice;
+  ``plan_records`` does the same for fresh records that the caller encoded
+  (the reference for WordPiece, the engine's segmented path for a window that
+  holds NFC-unsafe characters).  Neither mutates anything.
+- ``apply`` writes the splice into the session's arrays.  It cannot fail: the
+  caller has made room first, so a session is never left half-updated.
+
+Between the two the caller detaches any result snapshot that still reads the
+region about to be overwritten (``store.Snapshot``).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from ..families.classes import NFC_UNSAFE
+from . import cpu
+from .cpu import _find_literals, _prepare, encode_range
+
+literal_at = cpu.RULES.literal_at
+
+ORD_BITS = 6  # ordinal among records sharing one span (repair._ORD_BITS)
+
+# plan result slots (int64[RES_SIZE])
+R_STATUS = 0  # 0 ok, else one of the failures below
+R_KEEP_LEFT = 1  # cached records [0, keep_left) stay
+R_FRESH_FROM = 2  # fresh records [fresh_from, fresh_to) go in the middle
+R_FRESH_TO = 3
+R_KEEP_RIGHT = 4  # cached records [keep_right, n) follow, shifted (edits); -1: none
+R_B_LEFT = 5  # certified boundaries (characters of the new text); -1: none
+R_B_RIGHT = 6
+R_LEFT_OK = 7
+R_RIGHT_OK = 8
+R_WHY_SIDE = 9  # 1 left, 2 right (the side that failed last)
+R_WHY_KIND = 10  # 1 no equal run, 2 run without a stable boundary
+R_RUN_LEN = 11  # length of the refused run
+R_N_FRESH = 12  # records the window encode produced
+R_KEEP = 13  # leading IDs equal to the old sequence (>= keep_left)
+R_NEW_N = 14  # records after the splice
+RES_SIZE = 16
+
+OK = 0
+FAILED = 1  # no certified splice in this window (widen)
+NEED_RECORDS = 2  # the engine cannot encode this window alone (NFC-unsafe): encode it outside
+
+WHY_NO_RUN = 1
+WHY_NO_BOUNDARY = 2
+
+
+class EngineArgs(NamedTuple):
+    """The engine tables a window encode reads (``engine.tables.EngineTables``, flattened)."""
+
+    bits: np.ndarray
+    fold: np.ndarray
+    family: int
+    nfc: bool
+    f1: np.ndarray
+    k1: np.ndarray
+    c1: np.ndarray
+    t1: np.ndarray
+    f2: np.ndarray
+    k2: np.ndarray
+    c2: np.ndarray
+    t2: np.ndarray
+    has2: bool
+    byte_ids: np.ndarray
+    keys: np.ndarray
+    ranks: np.ndarray
+    merged: np.ndarray
+    vkeys: np.ndarray
+    vids: np.ndarray
+    pool: np.ndarray
+    pool_off: np.ndarray
+    ignore_merges: bool
+    nbytes: np.ndarray
+    smap: np.ndarray  # the short-piece map (``cpu.build_short_map``)
+
+
+class RepairArgs(NamedTuple):
+    """What the certificate reads (``repair.RepairRules``, as arrays)."""
+
+    class_of: np.ndarray  # uint8[0x110000]: class index of the family's stable-pair table
+    stable: np.ndarray  # bool[k, k]
+    nfc: bool  # boundaries must be NFC-safe; coverage counted in NFC-safe characters
+    unsafe: np.ndarray  # bool[0x110000] NFC-unsafe (size 1 when not nfc)
+    margin: int  # longest added-token literal, in characters
+    longest_token: int  # longest token the vocabulary can emit, in characters
+    wordpiece: bool  # continuation tokens ("##") are never boundaries
+    continuation: np.ndarray  # bool per id (size 1 when not wordpiece)
+    lit_first: np.ndarray  # every added-token literal, raw and normalized, as one trie
+    lit_keys: np.ndarray
+    lit_child: np.ndarray
+    lit_term: np.ndarray
+
+
+class Workspace(NamedTuple):
+    """Per-thread scratch for one window (capacity in bytes of the window, plus one)."""
+
+    cps: np.ndarray  # uint32: window code points
+    char_start: np.ndarray  # int64
+    fl: np.ndarray  # uint16 class bits
+    ls: np.ndarray  # literal starts, ends, ids
+    le: np.ndarray
+    lid: np.ndarray
+    ends: np.ndarray  # piece ends
+    sym: np.ndarray  # BPE scratch
+    rank: np.ndarray
+    nxt: np.ndarray
+    prv: np.ndarray
+    heap: np.ndarray
+    f_ids: np.ndarray  # fresh records (window coordinates)
+    f_s: np.ndarray
+    f_e: np.ndarray
+    c_ord: np.ndarray  # ordinals of cached records in a search region
+    f_key: np.ndarray  # keys of fresh records in a search region
+    res: np.ndarray  # int64[RES_SIZE]
+
+
+def new_workspace(capacity: int) -> Workspace:
+    c = max(int(capacity), 64) + 1
+    i64 = lambda k=c: np.empty(k, dtype=np.int64)  # noqa: E731
+    return Workspace(
+        cps=np.empty(c, dtype=np.uint32),
+        char_start=i64(),
+        fl=np.empty(c, dtype=np.uint16),
+        ls=i64(),
+        le=i64(),
+        lid=i64(),
+        ends=i64(),
+        sym=i64(),
+        rank=i64(),
+        nxt=i64(),
+        prv=i64(),
+        heap=i64(3 * c + 3),
+        f_ids=i64(),
+        f_s=i64(),
+        f_e=i64(),
+        c_ord=i64(),
+        f_key=i64(),
+        res=np.zeros(RES_SIZE, dtype=np.int64),
+    )
+
+
+_jit = numba.njit(cache=True, nogil=True, _nrt=False)
+
+
+# --- search primitives -------------------------------------------------------------------
+@_jit
+def lower_bound(a, lo, hi, x):
+    """First index in [lo, hi) with a[i] >= x (a sorted), else hi."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@_jit
+def in_region(starts, ends, n, lo, hi):
+    """Index range of records with lo <= start and end <= hi (``repair._in_region``)."""
+    i0 = lower_bound(starts, 0, n, lo)
+    i1 = lower_bound(starts, i0, n, hi)
+    while i1 > i0 and ends[i1 - 1] > hi:
+        i1 -= 1
+    return i0, i1
+
+
+@_jit
+def ordinals(s, e, i0, i1, shift, out):
+    """Ordinal of each record among consecutive ones with the same span; returns the max."""
+    top = 0
+    for i in range(i0, i1):
+        k = i - i0
+        if i > i0 and s[i] == s[i - 1] and e[i] == e[i - 1]:
+            out[k] = out[k - 1] + 1
+            top = max(top, out[k])
+        else:
+            out[k] = 0
+    return top
+
+
+@_jit
+def longest_run(c_ids, c_s, c_e, ci0, ci1, cshift, f_ids, f_s, f_e, fj0, fj1, fshift, wk):
+    """Longest run of consecutive equal (start, end, ordinal, id) records (``repair.longest_equal_run``).
+
+    Cached records ``[ci0, ci1)`` (spans + ``cshift``) against fresh ones ``[fj0, fj1)``
+    (spans + ``fshift``).  Leaves cached ordinals in ``wk.c_ord``; returns
+    (first, fresh_first, length) relative to the region starts, or length 0.
+    """
+    nc = ci1 - ci0
+    nf = fj1 - fj0
+    if nc <= 0 or nf <= 0:
+        return 0, 0, 0
+    c_ord = wk.c_ord
+    fk = wk.f_key
+    if ordinals(c_s, c_e, ci0, ci1, 0, c_ord) >= (1 << ORD_BITS):
+        return 0, 0, 0
+    if ordinals(f_s, f_e, fj0, fj1, 0, fk) >= (1 << ORD_BITS):
+        return 0, 0, 0
+    for k in range(nf):
+        fk[k] = ((f_s[fj0 + k] + fshift) << ORD_BITS) + fk[k]
+        if k > 0 and fk[k] <= fk[k - 1]:
+            return 0, 0, 0  # spans not in order: do not guess
+    best_first = 0
+    best_j = 0
+    best_len = 0
+    run_first = -1
+    run_j = 0
+    run_len = 0
+    prev_j = -2
+    for i in range(nc):
+        key = ((c_s[ci0 + i] + cshift) << ORD_BITS) + c_ord[i]
+        j = lower_bound(fk, 0, nf, key)
+        ok = (
+            j < nf
+            and fk[j] == key
+            and f_e[fj0 + j] + fshift == c_e[ci0 + i] + cshift
+            and f_ids[fj0 + j] == c_ids[ci0 + i]
+        )
+        if ok and run_len > 0 and j == prev_j + 1:
+            run_len += 1
+        else:
+            if run_len > 0 and run_len >= best_len:
+                best_first, best_j, best_len = run_first, run_j, run_len
+            if ok:
+                run_first, run_j, run_len = i, j, 1
+            else:
+                run_len = 0
+        prev_j = j if ok else -2
+    if run_len > 0 and run_len >= best_len:
+        best_first, best_j, best_len = run_first, run_j, run_len
+    return best_first, best_j, best_len
+
+
+@_jit
+def straddles_literal(cps, nw, pos, ra):
+    """Does an added-token literal occurrence in the window cover both ``pos-1`` and ``pos``?"""
+    lo = max(0, pos - ra.margin + 1)
+    for s in range(lo, pos):
+        if ra.lit_first[cps[s]] != 0:
+            e, _ = literal_at(cps, s, nw, ra.lit_first, ra.lit_keys, ra.lit_child, ra.lit_term)
+            if e > pos:
+                return True
+    return False
+
+
+@_jit
+def certify(ra, cps, nw, ws, c_ids, c_s, c_e, ci0, cshift, c_ord, first, length, min_boundary,
+            prefer_last):  # fmt: skip
+    """Index (relative to ``ci0``) of a certified boundary record in the run, or -1 (``repair._certify_run``)."""
+    if length < 2:
+        return -1
+    a = c_s[ci0 + first] + cshift
+    b = c_e[ci0 + first + length - 1] + cshift
+    covered = b - a
+    if ra.nfc:
+        # NFC never merges a safe character into another one: they bound the normalized length
+        covered = 0
+        for q in range(a - ws, b - ws):
+            if not ra.unsafe[cps[q]]:
+                covered += 1
+    if covered <= ra.longest_token:
+        return -1
+    for t in range(length):
+        k = first + length - 1 - t if prefer_last else first + t
+        if c_ord[k] != 0:
+            continue
+        p = c_s[ci0 + k] + cshift
+        if p < min_boundary or p - 1 < ws:
+            continue
+        if ra.wordpiece and ra.continuation[c_ids[ci0 + k]]:
+            continue
+        x = cps[p - 1 - ws]
+        y = cps[p - ws]
+        if not ra.stable[ra.class_of[x], ra.class_of[y]]:
+            continue
+        if ra.nfc and (ra.unsafe[x] or ra.unsafe[y]):
+            continue
+        if not straddles_literal(cps, nw, p - ws, ra):
+            return k
+    return -1
+
+
+@_jit
+def plan_core(ra, cps, nw, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
+              f_ids, f_s, f_e, nf, wk):  # fmt: skip
+    """Match and certify one window; fresh records in window coordinates.  Fills ``wk.res``."""
+    res = wk.res
+    shift = new_len - old_len
+    right_start = new_len - suffix
+    res[R_STATUS] = FAILED
+    res[R_N_FRESH] = nf
+    res[R_LEFT_OK] = 1
+    res[R_RIGHT_OK] = 1
+    res[R_WHY_SIDE] = 0
+    res[R_WHY_KIND] = 0
+    res[R_RUN_LEN] = 0
+    keep_left = 0
+    fresh_from = 0
+    b_left = -1
+    if ws > 0:
+        res[R_LEFT_OK] = 0
+        lo = ws + ra.margin
+        hi = prefix
+        ci0, ci1 = in_region(c_s, c_e, n, lo, hi)
+        fj0, fj1 = in_region(f_s, f_e, nf, lo - ws, hi - ws)
+        first, ffirst, length = longest_run(
+            c_ids, c_s, c_e, ci0, ci1, 0, f_ids, f_s, f_e, fj0, fj1, ws, wk
+        )
+        res[R_WHY_SIDE] = 1
+        if length == 0:
+            res[R_WHY_KIND] = WHY_NO_RUN
+            return
+        k = certify(ra, cps, nw, ws, c_ids, c_s, c_e, ci0, 0, wk.c_ord, first, length, ws + 1,
+                    True)  # fmt: skip
+        if k < 0:
+            res[R_WHY_KIND] = WHY_NO_BOUNDARY
+            res[R_RUN_LEN] = length
+            return
+        res[R_LEFT_OK] = 1
+        keep_left = ci0 + k
+        fresh_from = fj0 + ffirst + (k - first)
+        b_left = c_s[ci0 + k]
+    fresh_to = nf
+    keep_right = -1
+    b_right = -1
+    if we < new_len:
+        res[R_RIGHT_OK] = 0
+        lo = right_start
+        hi = we - ra.margin
+        # cached records live in A's coordinates: find them there, shift only the compares
+        ci0, ci1 = in_region(c_s, c_e, n, lo - shift, hi - shift)
+        fj0, fj1 = in_region(f_s, f_e, nf, lo - ws, hi - ws)
+        first, ffirst, length = longest_run(
+            c_ids, c_s, c_e, ci0, ci1, shift, f_ids, f_s, f_e, fj0, fj1, ws, wk
+        )
+        res[R_WHY_SIDE] = 2
+        if length == 0:
+            res[R_WHY_KIND] = WHY_NO_RUN
+            return
+        k = certify(ra, cps, nw, ws, c_ids, c_s, c_e, ci0, shift, wk.c_ord, first, length,
+                    right_start + 1, False)  # fmt: skip
+        if k < 0:
+            res[R_WHY_KIND] = WHY_NO_BOUNDARY
+            res[R_RUN_LEN] = length
+            return
+        res[R_RIGHT_OK] = 1
+        keep_right = ci0 + k
+        fresh_to = fj0 + ffirst + (k - first)
+        b_right = c_s[ci0 + k] + shift
+    if fresh_from > fresh_to:
+        return
+    res[R_STATUS] = OK
+    res[R_KEEP_LEFT] = keep_left
+    res[R_FRESH_FROM] = fresh_from
+    res[R_FRESH_TO] = fresh_to
+    res[R_KEEP_RIGHT] = keep_right
+    res[R_B_LEFT] = b_left
+    res[R_B_RIGHT] = b_right
+    right_n = 0 if keep_right < 0 else n - keep_right
+    new_n = keep_left + (fresh_to - fresh_from) + right_n
+    res[R_NEW_N] = new_n
+    # Leading IDs the new sequence shares with the old one: at least keep_left, often more
+    # (fresh tokens right of the splice point that did not change).
+    keep = keep_left
+    m = fresh_to - fresh_from
+    while keep < n and keep < new_n:
+        t = keep - keep_left
+        v = f_ids[fresh_from + t] if t < m else c_ids[keep_right + (t - m)]
+        if v != c_ids[keep]:
+            break
+        keep += 1
+    res[R_KEEP] = keep
+
+
+# --- entry points ------------------------------------------------------------------------
+@numba.njit(cache=True, nogil=True)
+def plan_engine(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n, ea, ra, cache,
+                lcache, wk):  # fmt: skip
+    """Encode the window ``u8`` (UTF-8 of the new text's ``[ws, we)``) and plan the splice.
+
+    Status NEED_RECORDS when an NFC tokenizer meets an NFC-unsafe character: the
+    caller then encodes the window itself and calls ``plan_records``.
+    """
+    nw = _prepare(u8, ea.bits, wk.cps, wk.char_start, wk.fl)
+    cps = wk.cps
+    if ea.nfc:
+        for i in range(nw):
+            if wk.fl[i] & NFC_UNSAFE:
+                wk.res[R_STATUS] = NEED_RECORDS
+                return
+    nlit = _find_literals(cps, nw, ea.f1, ea.k1, ea.c1, ea.t1, ea.f2, ea.k2, ea.c2, ea.t2,
+                          ea.has2, wk.ls, wk.le, wk.lid)  # fmt: skip
+    nf = encode_range(0, nw, cps, wk.fl, ea.fold, ea.family, u8, wk.char_start, wk.ls, wk.le,
+                      wk.lid, 0, nlit, ea.byte_ids, ea.keys, ea.ranks, ea.merged, ea.vkeys,
+                      ea.vids, ea.pool, ea.pool_off, ea.ignore_merges, ea.nbytes, ea.smap, wk.ends,
+                      wk.sym, wk.rank, wk.nxt, wk.prv, wk.heap, cache, lcache, wk.f_ids, wk.f_s,
+                      wk.f_e, 0)  # fmt: skip
+    plan_core(ra, cps, nw, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
+              wk.f_ids, wk.f_s, wk.f_e, nf, wk)  # fmt: skip
+
+
+@numba.njit(cache=True, nogil=True)
+def plan_records(cps, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n, f_ids, f_s,
+                 f_e, ra, wk):  # fmt: skip
+    """Plan the splice for fresh records the caller encoded (window coordinates)."""
+    plan_core(ra, cps, cps.size, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
+              f_ids, f_s, f_e, f_ids.size, wk)  # fmt: skip
+
+
+@numba.njit(cache=True, nogil=True)
+def apply(ids, starts, ends, n, keep, keep_left, f_ids, f_s, f_e, fresh_from, fresh_to,
+          keep_right, shift, ws):  # fmt: skip
+    """Write a planned splice into the session arrays (capacity >= the new count).
+
+    Records ``[0, keep)`` already hold the right values.  The kept right part of an
+    edit moves to its new index (in the safe direction for the overlap) and its
+    spans shift by ``shift`` characters; fresh spans shift by ``ws``.
+    """
+    m = fresh_to - fresh_from
+    right_n = 0 if keep_right < 0 else n - keep_right
+    mid_end = keep_left + m
+    new_n = mid_end + right_n
+    if right_n > 0 and mid_end != keep_right:
+        if mid_end > keep_right:
+            for t in range(right_n - 1, -1, -1):
+                ids[mid_end + t] = ids[keep_right + t]
+                starts[mid_end + t] = starts[keep_right + t] + shift
+                ends[mid_end + t] = ends[keep_right + t] + shift
+        else:
+            for t in range(right_n):
+                ids[mid_end + t] = ids[keep_right + t]
+                starts[mid_end + t] = starts[keep_right + t] + shift
+                ends[mid_end + t] = ends[keep_right + t] + shift
+    elif right_n > 0 and shift != 0:
+        for t in range(right_n):
+            starts[mid_end + t] += shift
+            ends[mid_end + t] += shift
+    for t in range(m):
+        q = keep_left + t
+        if q >= keep:
+            ids[q] = f_ids[fresh_from + t]
+        starts[q] = f_s[fresh_from + t] + ws
+        ends[q] = f_e[fresh_from + t] + ws
+    return new_n
+
+
+# --- the Python side: tables, workspaces, the widening loop -------------------------------
+def engine_args(engine) -> EngineArgs:
+    """The tables of a ``CpuEngine`` as one named tuple."""
+    t = engine.tables
+    return EngineArgs(t.bits, t.fold, t.family_code, t.nfc, *engine._trie_args, *engine._bpe_args)
+
+
+def repair_args(tok, rules) -> RepairArgs:
+    """The certificate's tables for one tokenizer (``repair.RepairRules``, as arrays)."""
+    from .tables import build_trie
+
+    literals = sorted({t.content for t in tok.added_tokens if t.content})
+    trie = build_trie([(lit, k) for k, lit in enumerate(literals)])
+    unsafe = rules.nfc_unsafe if rules.nfc_unsafe is not None else np.zeros(1, dtype=bool)
+    cont = rules.continuation if rules.continuation is not None else np.zeros(1, dtype=bool)
+    return RepairArgs(
+        class_of=rules.class_of,
+        stable=np.ascontiguousarray(rules.stable),
+        nfc=rules.nfc_unsafe is not None,
+        unsafe=np.ascontiguousarray(unsafe),
+        margin=int(rules.margin),
+        longest_token=int(rules.longest_token),
+        wordpiece=rules.continuation is not None,
+        continuation=cont,
+        lit_first=trie.first,
+        lit_keys=trie.keys,
+        lit_child=trie.child,
+        lit_term=trie.term,
+    )
+
+
+class Planned:
+    """One compiled repair call's outcome: a certified splice (``ok``) or why there is none.
+
+    ``res`` is the plan's result slots as Python ints; ``fresh`` the fresh records
+    (window coordinates, in this thread's workspace until its next plan).
+    """
+
+    __slots__ = ("_apply", "fresh", "ok", "reason", "res", "widenings", "window_chars", "ws")
+
+    def __init__(self, ok, res, widenings, reason, window_chars, ws, fresh, apply_fn):
+        self.ok, self.res, self.widenings, self.reason = ok, res, widenings, reason
+        self.window_chars, self.ws, self.fresh, self._apply = window_chars, ws, fresh, apply_fn
+
+    @property
+    def keep(self) -> int:
+        """Leading IDs the new sequence shares with the old one."""
+        return self.res[R_KEEP]
+
+    @property
+    def new_n(self) -> int:
+        return self.res[R_NEW_N]
+
+    @property
+    def boundaries(self) -> tuple[int | None, int | None]:
+        b_left, b_right = self.res[R_B_LEFT], self.res[R_B_RIGHT]
+        return (b_left if b_left >= 0 else None, b_right if b_right >= 0 else None)
+
+    def apply(self, ids, starts, ends, n: int, shift: int) -> int:
+        """Write the splice into arrays of capacity >= ``new_n``; returns the new count."""
+        r = self.res
+        f_ids, f_s, f_e = self.fresh
+        return self._apply(ids, starts, ends, n, r[R_KEEP], r[R_KEEP_LEFT], f_ids, f_s, f_e,
+                           r[R_FRESH_FROM], r[R_FRESH_TO], r[R_KEEP_RIGHT], shift, self.ws)  # fmt: skip
+
+
+class _Bound:
+    """A compiled function called through the entry point of its one specialization.
+
+    numba types a call's arguments before dispatching, and named tuples of arrays take
+    its slow path (several microseconds).  Every argument here is built by toktier with
+    fixed dtypes, so after the first (typed) call the specialization is known and later
+    calls go straight to it.  The entry point still checks each array's type while
+    unboxing it; a call with other types raises there and goes through the dispatcher.
+    """
+
+    __slots__ = ("_dispatcher", "_entry", "_sig")
+
+    def __init__(self, dispatcher):
+        self._dispatcher, self._entry, self._sig = dispatcher, None, None
+
+    def __call__(self, *args):
+        if self._entry is not None:
+            try:
+                return self._entry(*args)
+            except TypeError:  # the entry point's unboxing refused an argument: dispatch
+                return self._dispatcher(*args)
+        out = self._dispatcher(*args)
+        self._sig = tuple(self._dispatcher.typeof_pyval(a) for a in args)
+        self._entry = self._dispatcher.overloads[self._sig].entry_point
+        return out
+
+    def check(self, *args) -> bool:
+        """Do ``args`` have the types of the bound specialization? (tests)"""
+        return self._sig == tuple(self._dispatcher.typeof_pyval(a) for a in args)
+
+
+def _why(res) -> str:
+    side = "left" if res[R_WHY_SIDE] == 1 else "right"
+    if res[R_WHY_KIND] == WHY_NO_RUN:
+        return f"{side}: no equal run"
+    return f"{side}: run of {int(res[R_RUN_LEN])} tokens has no stable boundary"
+
+
+class Planner:
+    """The repair protocol's widening loop around the compiled calls, for one tokenizer.
+
+    ``engine``: a ``CpuEngine`` (the window is encoded inside the compiled call) or any
+    engine with ``encode(text) -> (ids, starts, ends)`` (the reference for WordPiece):
+    then only the window encode runs outside, and matching and certificate stay compiled.
+    """
+
+    def __init__(self, tok, rules, engine):
+        self.ra = repair_args(tok, rules)
+        self.engine = engine
+        self.ea = engine_args(engine) if isinstance(engine, cpu.CpuEngine) else None
+        self._local = threading.local()
+        self._plan_engine = _Bound(plan_engine)
+        self._plan_records = _Bound(plan_records)
+        self._apply = _Bound(apply)
+
+    def _workspace(self, need: int) -> Workspace:
+        wk = getattr(self._local, "wk", None)
+        if wk is None or wk.cps.size < need + 1:
+            grow = 2 * (wk.cps.size if wk is not None else 0)
+            wk = self._local.wk = new_workspace(max(need, grow, 4096))
+        return wk
+
+    def plan(self, state, old_len, new_len, prefix, suffix, window_text, *, window,
+             max_widenings) -> Planned:  # fmt: skip
+        """Find a certified splice for the new text (``repair.plan``'s loop); mutates nothing.
+
+        ``window_text(ws, we)`` returns the new text's ``[ws, we)``.  The fresh records of
+        the returned plan live in this thread's workspace until its next call.
+        """
+        c_ids, c_s, c_e, n = state.ids, state.starts, state.ends, state.n
+        right_start = new_len - suffix
+        wl = wr = window
+        widenings = 0
+        why = ""
+        while True:
+            ws = max(0, prefix - wl)
+            we = min(new_len, right_start + wr)
+            text = window_text(ws, we)
+            u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+            status = NEED_RECORDS
+            if self.ea is not None:
+                wk = self._workspace(u8.size)
+                self._plan_engine(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e,
+                                  n, self.ea, self.ra, *self.engine._cache(), wk)  # fmt: skip
+                status = wk.res[R_STATUS]
+                fresh = (wk.f_ids, wk.f_s, wk.f_e)
+            if status == NEED_RECORDS:
+                f_ids, f_s, f_e = self.engine.encode(text)
+                # one dtype for fresh records on every path (one compiled specialization)
+                f_ids = f_ids.astype(np.int64)
+                f_s = f_s.astype(np.int64, copy=False)
+                f_e = f_e.astype(np.int64, copy=False)
+                cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+                wk = self._workspace(max(u8.size, len(f_ids)))
+                self._plan_records(cps, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e,
+                                   n, f_ids, f_s, f_e, self.ra, wk)  # fmt: skip
+                fresh = (f_ids, f_s, f_e)
+            res = wk.res.tolist()
+            if res[R_STATUS] == OK:
+                if ws == 0 and we == new_len:
+                    reason = "window covers the whole text"
+                elif widenings == 0:
+                    reason = "first-window splice"
+                else:
+                    reason = f"splice after {widenings} widening{'s' if widenings > 1 else ''}"
+                return Planned(True, res, widenings, reason, we - ws, ws, fresh, self._apply)
+            if res[R_WHY_KIND]:
+                why = _why(res)
+            if widenings >= max_widenings:
+                reason = f"no certified splice after {widenings} widenings ({why})"
+                return Planned(False, res, widenings, reason, we - ws, ws, None, self._apply)
+            widenings += 1
+            if not res[R_LEFT_OK]:
+                wl *= 2
+            else:
+                wr *= 2

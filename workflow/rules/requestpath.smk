@@ -1,0 +1,69 @@
+rule notebook_continuation:
+    # Timings: the job takes every core, so no other job of the workflow runs beside it.
+    threads: workflow.cores
+    input:
+        notebook="build/notebooks/10-continuation.ipynb",
+        trajectories=TRAJECTORIES,
+        tokenizers=[tokenizer_json(n) for n in config["continuation"]["tokenizers"]],
+    output:
+        notebook="results/notebooks/10-continuation.ipynb",
+        table="results/tables/continuation-latency.csv",
+        targets="results/tables/continuation-targets.csv",
+        run="results/runs/continuation.json",
+        figure=report(
+            "results/figures/continuation-latency.png",
+            caption="../report/continuation-latency.rst",
+            category="Repair",
+        ),
+    params:
+        py=PY,
+        home=DATA_HOME,
+        root=str(ROOT),
+        tokenizers=json.dumps(config["continuation"]["tokenizers"]),
+        contexts=json.dumps(config["continuation"]["contexts"]),
+        delta=config["continuation"]["delta"],
+        samples=config["continuation"]["samples"],
+        slow_samples=config["continuation"]["slow_samples"],
+    log:
+        "results/logs/notebooks/10-continuation.log",
+    conda:
+        "../../environment.yml"
+    shell:
+        "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} "
+        "--cwd {params.root:q} -k python3 -p archive {input.trajectories:q} "
+        "-y 'tokenizers: {params.tokenizers}' -y 'contexts: {params.contexts}' "
+        "-p delta {params.delta} -p samples {params.samples} -p slow_samples {params.slow_samples} "
+        "-p results_dir results > {log:q} 2>&1"
+
+
+rule notebook_frontend_cost:
+    # Timings: the job takes every core, so no other job of the workflow runs beside it.
+    threads: workflow.cores
+    input:
+        notebook="build/notebooks/11-frontend-cost.ipynb",
+        trajectories=TRAJECTORIES,
+        tokenizer=tokenizer_json(config["cost"]["tokenizer"]),
+    output:
+        notebook="results/notebooks/11-frontend-cost.ipynb",
+        table="results/tables/frontend-cost.csv",
+        run="results/runs/frontend-cost.json",
+        figure=report(
+            "results/figures/frontend-cost.png",
+            caption="../report/frontend-cost.rst",
+            category="Serving",
+        ),
+    params:
+        py=PY,
+        home=DATA_HOME,
+        root=str(ROOT),
+        tokenizer=config["cost"]["tokenizer"],
+        sessions=config["cost"]["sessions"],
+    log:
+        "results/logs/notebooks/11-frontend-cost.log",
+    conda:
+        "../../environment.yml"
+    shell:
+        "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} "
+        "--cwd {params.root:q} -k python3 -p archive {input.trajectories:q} "
+        "-p tokenizer {params.tokenizer:q} -p sessions {params.sessions} "
+        "-p results_dir results > {log:q} 2>&1"
