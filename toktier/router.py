@@ -47,6 +47,9 @@ def _throughput(fn, text: str, repeats: int = 3) -> float:
     return len(text) / max(best, 1e-9)
 
 
+REPAIR_HIT = Route("repair", "session hit")
+
+
 class Router:
     """Choose a route per request.  ``cpu``: the full-path CPU engine (numba or reference)."""
 
@@ -103,10 +106,10 @@ class Router:
 
     def hit(self, context_chars: int, delta_chars: int, *, supported: bool = True) -> Route:
         """Route for an append of ``delta_chars`` to a live session of ``context_chars``."""
-        if not (self.delta_aware and supported and self.repair_chars_per_s):
-            return Route("repair", "session hit")
         if delta_chars < self.delta_min_chars:
-            return Route("repair", "session hit")
+            return REPAIR_HIT
+        if not (self.delta_aware and supported and self.repair_chars_per_s):
+            return REPAIR_HIT
         full = self.miss(context_chars + delta_chars, supported=supported)
         rate = self.full_chars_per_s.get(full.name)
         if not rate:
@@ -119,7 +122,7 @@ class Router:
                 f"large append: full encode predicted {full_s * 1e3:.2f} ms < repair "
                 f"{repair_s * 1e3:.2f} ms ({full.reason})",
             )
-        return Route("repair", "session hit")
+        return REPAIR_HIT
 
     def engine(self, route: Route):
         """The engine that serves a full-encode route."""

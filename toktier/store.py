@@ -70,6 +70,7 @@ class SessionState:
         "_guard",
         "_length",
         "_snapshots",
+        "_text_nbytes",
         "ends",
         "ids",
         "last_use",
@@ -91,6 +92,7 @@ class SessionState:
         self.last_use = time.monotonic()
         self._guard = threading.Lock()  # orders record writes against snapshot reads
         self._snapshots: list[weakref.ref[Snapshot]] = []
+        self._text_nbytes = 0  # sys.getsizeof of the chunks, kept current (O(1) nbytes)
 
     # --- text ---------------------------------------------------------------------------
     @property
@@ -100,7 +102,7 @@ class SessionState:
     def text(self) -> str:
         """The whole text (O(N) once; for fallbacks and checks, never on the repair path)."""
         if len(self._chunks) > 1:
-            self._chunks = ["".join(self._chunks)]
+            self._set_chunks(["".join(self._chunks)])
         return self._chunks[0] if self._chunks else ""
 
     def text_parts(self) -> tuple[str, ...]:
@@ -143,6 +145,16 @@ class SessionState:
         self._snapshots.append(weakref.ref(snap))
         return snap
 
+    def readers(self) -> bool:
+        """Does any result snapshot still read the record arrays?"""
+        if self._snapshots:
+            self._snapshots = [r for r in self._snapshots if r() is not None]
+        return bool(self._snapshots)
+
+    def _set_chunks(self, chunks: list[str]) -> None:
+        self._chunks = chunks
+        self._text_nbytes = sum(sys.getsizeof(c) for c in chunks)
+
     def _before_write(self, at: int) -> None:
         """Records from ``at`` on are about to change: snapshots still reading them save them."""
         if not self._snapshots:
@@ -175,25 +187,42 @@ class SessionState:
     def used_nbytes(self) -> int:
         """Bytes the live records and text occupy (without the arrays' spare capacity)."""
         per_record = self.ids.itemsize + self.starts.itemsize + self.ends.itemsize
-        return self.n * per_record + sum(sys.getsizeof(c) for c in self._chunks)
+        return self.n * per_record + self._text_nbytes
 
     @property
     def nbytes(self) -> int:
         """Resident bytes: record arrays at capacity plus the text chunks."""
-        arrays = self.ids.nbytes + self.starts.nbytes + self.ends.nbytes
-        return arrays + sum(sys.getsizeof(c) for c in self._chunks)
+        return (self.ids.nbytes + self.starts.nbytes + self.ends.nbytes) + self._text_nbytes
 
     # --- commits (the only mutations; validated inputs, no partial updates) -------------
-    def _append_text(self, appended: str) -> list[str]:
-        """The chunk list after appending (a new list: assigned only once nothing can fail)."""
-        chunks = [*self._chunks, appended] if appended else list(self._chunks)
+    def _append_text(self, appended: str) -> tuple[list[str], int]:
+        """The chunk list after appending and its byte size (nothing assigned yet)."""
+        if not appended:
+            return self._chunks, self._text_nbytes
+        chunks = [*self._chunks, appended]
+        size = self._text_nbytes + sys.getsizeof(appended)
         # Merge while the last chunk is at least half the one before it: chunk sizes stay
         # geometric, so there are O(log N) chunks and each character is copied O(log N)
         # times over the session's life.
         while len(chunks) > 1 and 2 * len(chunks[-1]) >= len(chunks[-2]):
             last = chunks.pop()
+            size -= sys.getsizeof(last) + sys.getsizeof(chunks[-1])
             chunks[-1] = chunks[-1] + last
-        return chunks
+            size += sys.getsizeof(chunks[-1])
+        return chunks, size
+
+    def next_text(self, *, appended: str | None = None, text: str | None = None):
+        """(chunks, byte size) of the text after a request: ``text`` kept as is, or + ``appended``."""
+        if text is not None:
+            return ([text] if text else []), sys.getsizeof(text) if text else 0
+        return self._append_text(appended or "")
+
+    def publish(self, n: int, shift: int, text_state) -> None:
+        """Make a splice that the compiled call already wrote visible: count and text."""
+        self.n = n
+        self._chunks, self._text_nbytes = text_state
+        self._length += shift
+        self.last_use = time.monotonic()
 
     def commit_splice(self, plan, shift: int, *, appended=None, text=None) -> None:
         """Apply a compiled splice plan (``engine.splice.Planned``) and the new text.
@@ -204,17 +233,16 @@ class SessionState:
         new_len = self._length + shift
         if new_len >= 2**31 - 1:
             raise OverflowError("session text exceeds 2**31 characters")
-        chunks = [text] if text is not None else self._append_text(appended or "")
+        text_state = self.next_text(appended=appended, text=text)
         with self._guard:
             self.reserve(max(plan.new_n, self.n))
             self._before_write(plan.keep)
-            self.n = plan.apply(self.ids, self.starts, self.ends, self.n, shift)
-        self._chunks, self._length = chunks, new_len
-        self.last_use = time.monotonic()
+            n = plan.apply(self.ids, self.starts, self.ends, self.n, shift)
+        self.publish(n, shift, text_state)
 
     def keep_text(self, text: str) -> None:
         """Hold ``text`` (equal to the stored text) as the only chunk: later compares are memcmp."""
-        self._chunks = [text] if text else []
+        self._set_chunks([text] if text else [])
 
     def commit_replace_tail(
         self, keep: int, ids: np.ndarray, starts: np.ndarray, ends: np.ndarray, appended: str
@@ -223,7 +251,7 @@ class SessionState:
         new_n = keep + len(ids)
         if self._length + len(appended) >= 2**31 - 1:
             raise OverflowError("session text exceeds 2**31 characters")
-        chunks = self._append_text(appended)
+        chunks, size = self._append_text(appended)
         with self._guard:
             self.reserve(new_n)
             self._before_write(keep)
@@ -231,7 +259,7 @@ class SessionState:
             self.starts[keep:new_n] = starts
             self.ends[keep:new_n] = ends
             self.n = new_n
-        self._chunks = chunks
+        self._chunks, self._text_nbytes = chunks, size
         self._length += len(appended)
         self.last_use = time.monotonic()
 
@@ -263,13 +291,13 @@ class SessionState:
             self.starts[mid_end:new_n] = right_starts
             self.ends[mid_end:new_n] = right_ends
             self.n = new_n
-        self._chunks = [new_text] if new_text else []
+        self._set_chunks([new_text] if new_text else [])
         self._length = len(new_text)
         self.last_use = time.monotonic()
 
     def commit_full(self, ids: np.ndarray, starts: np.ndarray, ends: np.ndarray, text: str) -> None:
         """A fresh state's first records (called on a new ``SessionState`` only)."""
-        self._chunks, self._length, self.n = [], 0, 0
+        self._chunks, self._length, self.n, self._text_nbytes = [], 0, 0, 0
         self.commit_replace_tail(0, ids, starts, ends, text)
 
 
@@ -322,14 +350,16 @@ class SessionStore:
 
     def put(self, state: SessionState) -> None:
         """Insert or refresh a session after a commit; enforces the byte cap."""
+        size = state.nbytes
         with self._lock:
             key = state.session
-            if key in self._sessions:
-                self._total -= self._bytes[key]
+            old = self._bytes.get(key)
+            if old is not None:
+                self._total -= old
             self._sessions[key] = state
             self._sessions.move_to_end(key)
-            self._bytes[key] = state.nbytes
-            self._total += self._bytes[key]
+            self._bytes[key] = size
+            self._total += size
             if self.max_bytes is not None:
                 while self._total > self.max_bytes and len(self._sessions) > 1:
                     victim = next(iter(self._sessions))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter
 
 import numpy as np
 
@@ -186,7 +185,7 @@ class Tier:
         # Striped locks: one session always maps to the same lock (its requests are
         # serialized), memory stays bounded however many session ids come and go.
         self._stripes = tuple(threading.Lock() for _ in range(_LOCK_STRIPES))
-        self._counts: Counter[str] = Counter()
+        self._counts: dict[str, int] = {}
         self._counts_guard = threading.Lock()
 
     # --- public API --------------------------------------------------------------------
@@ -376,7 +375,7 @@ class Tier:
             if session not in self._quarantined:
                 return False
             self._quarantined.discard(session)
-            self._counts["quarantined"] += 1
+            self._counts["quarantined"] = self._counts.get("quarantined", 0) + 1
         self.store.close(session)
         return True
 
@@ -384,11 +383,19 @@ class Tier:
         """Repair a live session (``delta`` given for an append, None for an edit)."""
         if isinstance(source, str):
             source = _PlainText(source)
+        if new_len >= 2**31 - 1:
+            raise OverflowError("session text exceeds 2**31 characters")
         kind = "appends" if delta is not None else "edits"
+        text = source.text if isinstance(source, _PlainText) else None
+        shift = new_len - old_len
         if self._planner is not None:
+            # The new text's chunks are prepared first: once the compiled call has written
+            # the splice, publishing it is assignments only (no half-updated session).
+            text_state = state.next_text(appended=delta if text is None else None, text=text)
             plan = self._planner.plan(
                 state, old_len, new_len, prefix, suffix, source.window,
                 window=self.window, max_widenings=self.max_widenings,
+                apply_now=not state.readers(),
             )  # fmt: skip
             ok, widenings, reason = plan.ok, plan.widenings, plan.reason
         else:
@@ -398,20 +405,21 @@ class Tier:
             )  # fmt: skip
             ok, widenings, reason = attempt.splice is not None, attempt.widenings, attempt.reason
         if not ok:
-            self._count("requests", "hits", kind, "fallbacks")
-            self._count_n("widenings", widenings)
+            self._count("requests", "hits", kind, "fallbacks", widenings=widenings)
             return self._seed(
                 session, source.full(), f"repair fallback: {reason}", count=False, previous=state
             )
-        text = source.text if isinstance(source, _PlainText) else None
         if self._planner is not None:
-            state.commit_splice(
-                plan, new_len - old_len, appended=delta if text is None else None, text=text
-            )
+            if plan.applied:
+                state.publish(plan.new_n, shift, text_state)
+            else:
+                state.commit_splice(
+                    plan, shift, appended=delta if text is None else None, text=text
+                )
             keep, window_chars, boundaries = plan.keep, plan.window_chars, plan.boundaries
         else:
             keep, window_chars, boundaries = self._commit_python(
-                state, attempt, delta, text, source, new_len - old_len
+                state, attempt, delta, text, source, shift
             )
         self.store.put(state)
         self._count("requests", "hits", kind, "first_window" if widenings == 0 else "widened",
@@ -498,16 +506,12 @@ class Tier:
         return self._stripes[hash(session) % len(self._stripes)]
 
     def _count(self, *keys: str, widenings: int = 0) -> None:
+        counts = self._counts
         with self._counts_guard:
             for k in keys:
-                self._counts[k] += 1
+                counts[k] = counts.get(k, 0) + 1
             if widenings:
-                self._counts["widenings"] += widenings
-
-    def _count_n(self, key: str, n: int) -> None:
-        if n:
-            with self._counts_guard:
-                self._counts[key] += n
+                counts["widenings"] = counts.get("widenings", 0) + widenings
 
 
 class _AppendText:

@@ -54,6 +54,7 @@ R_RUN_LEN = 11  # length of the refused run
 R_N_FRESH = 12  # records the window encode produced
 R_KEEP = 13  # leading IDs equal to the old sequence (>= keep_left)
 R_NEW_N = 14  # records after the splice
+R_APPLIED = 15  # 1: the splice was written into the session arrays by the same call
 RES_SIZE = 16
 
 OK = 0
@@ -392,11 +393,24 @@ def plan_core(ra, cps, nw, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s,
     res[R_KEEP] = keep
 
 
+@numba.njit(cache=True, nogil=True)
+def apply_if_free(apply_now, c_ids, c_s, c_e, n, f_ids, f_s, f_e, ws, shift, res):
+    """Write an OK plan into the session arrays now, when the caller allows it (no reader
+    holds them) and they have room; the caller then only publishes the new count."""
+    res[R_APPLIED] = 0
+    if not apply_now or res[R_STATUS] != OK or res[R_NEW_N] > c_ids.size:
+        return
+    apply(c_ids, c_s, c_e, n, res[R_KEEP], res[R_KEEP_LEFT], f_ids, f_s, f_e, res[R_FRESH_FROM],
+          res[R_FRESH_TO], res[R_KEEP_RIGHT], shift, ws)  # fmt: skip
+    res[R_APPLIED] = 1
+
+
 # --- entry points ------------------------------------------------------------------------
 @numba.njit(cache=True, nogil=True)
 def plan_engine(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n, ea, ra, cache,
-                lcache, wk):  # fmt: skip
-    """Encode the window ``u8`` (UTF-8 of the new text's ``[ws, we)``) and plan the splice.
+                lcache, wk, apply_now):  # fmt: skip
+    """Encode the window ``u8`` (UTF-8 of the new text's ``[ws, we)``) and plan the splice;
+    with ``apply_now``, also write it (``apply_if_free``).
 
     Status NEED_RECORDS when an NFC tokenizer meets an NFC-unsafe character: the
     caller then encodes the window itself and calls ``plan_records``.
@@ -417,14 +431,17 @@ def plan_engine(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n
                       wk.f_e, 0)  # fmt: skip
     plan_core(ra, cps, nw, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
               wk.f_ids, wk.f_s, wk.f_e, nf, wk)  # fmt: skip
+    apply_if_free(apply_now, c_ids, c_s, c_e, n, wk.f_ids, wk.f_s, wk.f_e, ws, new_len - old_len,
+                  wk.res)  # fmt: skip
 
 
 @numba.njit(cache=True, nogil=True)
 def plan_records(cps, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n, f_ids, f_s,
-                 f_e, ra, wk):  # fmt: skip
+                 f_e, ra, wk, apply_now):  # fmt: skip
     """Plan the splice for fresh records the caller encoded (window coordinates)."""
     plan_core(ra, cps, cps.size, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
               f_ids, f_s, f_e, f_ids.size, wk)  # fmt: skip
+    apply_if_free(apply_now, c_ids, c_s, c_e, n, f_ids, f_s, f_e, ws, new_len - old_len, wk.res)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -518,6 +535,11 @@ class Planned:
         return self.res[R_NEW_N]
 
     @property
+    def applied(self) -> bool:
+        """Was the splice already written into the session arrays (``apply_now``)?"""
+        return self.res[R_APPLIED] == 1
+
+    @property
     def boundaries(self) -> tuple[int | None, int | None]:
         b_left, b_right = self.res[R_B_LEFT], self.res[R_B_RIGHT]
         return (b_left if b_left >= 0 else None, b_right if b_right >= 0 else None)
@@ -593,9 +615,12 @@ class Planner:
         return wk
 
     def plan(self, state, old_len, new_len, prefix, suffix, window_text, *, window,
-             max_widenings) -> Planned:  # fmt: skip
-        """Find a certified splice for the new text (``repair.plan``'s loop); mutates nothing.
+             max_widenings, apply_now=False) -> Planned:  # fmt: skip
+        """Find a certified splice for the new text (``repair.plan``'s loop).
 
+        Mutates nothing, unless ``apply_now``: then an OK splice that fits the session's
+        arrays is also written into them (``Planned.applied``), and the caller publishes
+        the new count and text.  Pass it only when no snapshot reads the arrays.
         ``window_text(ws, we)`` returns the new text's ``[ws, we)``.  The fresh records of
         the returned plan live in this thread's workspace until its next call.
         """
@@ -613,7 +638,7 @@ class Planner:
             if self.ea is not None:
                 wk = self._workspace(u8.size)
                 self._plan_engine(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e,
-                                  n, self.ea, self.ra, *self.engine._cache(), wk)  # fmt: skip
+                                  n, self.ea, self.ra, *self.engine._cache(), wk, apply_now)  # fmt: skip
                 status = wk.res[R_STATUS]
                 fresh = (wk.f_ids, wk.f_s, wk.f_e)
             if status == NEED_RECORDS:
@@ -625,7 +650,7 @@ class Planner:
                 cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
                 wk = self._workspace(max(u8.size, len(f_ids)))
                 self._plan_records(cps, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e,
-                                   n, f_ids, f_s, f_e, self.ra, wk)  # fmt: skip
+                                   n, f_ids, f_s, f_e, self.ra, wk, apply_now)  # fmt: skip
                 fresh = (f_ids, f_s, f_e)
             res = wk.res.tolist()
             if res[R_STATUS] == OK:
