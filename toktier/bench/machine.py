@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 from importlib import metadata
+
+from .. import paths
 
 
 def _cpu_model() -> str:
@@ -25,8 +28,24 @@ def _version(pkg: str) -> str | None:
         return None
 
 
+def source_commit() -> str | None:
+    """The checkout's commit (``+dirty`` with uncommitted changes), or None outside one."""
+    root = paths.repo_root()
+    if root is None:
+        return None
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=root, capture_output=True, text=True, timeout=10).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+dirty" if dirty.strip() else "")
+
+
 def machine_facts() -> dict:
     return {
+        "commit": source_commit(),
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
         "platform": platform.platform(),

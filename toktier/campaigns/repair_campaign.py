@@ -60,6 +60,7 @@ def summary_rows(result: dict) -> list[dict]:
             adversarial_appends=a["appends"],
             adversarial_edits=a["edits"],
             adversarial_mismatches=a["mismatches"],
+            adversarial_plan_comparisons=a.get("plan_comparisons", 0),
         )
     for r in result["replay"]:
         fw = r["outcomes"].get("repair: first-window splice", 0)
