@@ -75,16 +75,21 @@ def affinity(session: str, workers: int) -> int:
 
 
 def _serve_fn(mode: str, tokenizer_name: str, verify_rate: float, tier_kw: dict):
-    """(serve(session, text) -> (ids, path), stats()) for one worker process."""
+    """(serve(session, text, keep) -> (n_ids, path, ids or None), stats()) for one worker.
+
+    The tier answers with its patch (``Result.keep`` + ``new_ids``), as a front end
+    hands it to an engine's prefix cache; the whole ID array is assembled only when
+    the caller keeps results (``keep``).
+    """
     import toktier
 
     tok = toktier.load(tokenizer_name)
     if mode == "tier":
         tier = toktier.Tier(tok, verify_rate=verify_rate, **tier_kw)
 
-        def serve(session, text):
+        def serve(session, text, keep):
             r = tier.encode(text, session=session)
-            return r.ids, r.path
+            return len(r), r.path, (r.ids if keep else None)
 
         def stats():
             tier.shutdown(timeout=30.0)  # finish the verifier's queue before reporting
@@ -112,14 +117,19 @@ def _serve_fn(mode: str, tokenizer_name: str, verify_rate: float, tier_kw: dict)
             return encode(text)[0]
     else:
         raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
-    return (lambda session, text: (full(text), mode)), dict
+
+    def serve_full(session, text, keep):
+        ids = full(text)
+        return len(ids), mode, (ids if keep else None)
+
+    return serve_full, dict
 
 
 def _worker_main(slot, mode, tokenizer_name, workload, inbox, outbox, verify_rate, tier_kw, keep):
     """One worker process: serve requests from ``inbox``, answer on the pipe ``outbox``."""
     try:
         serve, stats = _serve_fn(mode, tokenizer_name, verify_rate, tier_kw)
-        serve("__warmup__", workload.text(0, 0))
+        serve("__warmup__", workload.text(0, 0), False)
     except Exception as exc:
         outbox.send(("failed", slot, f"{type(exc).__name__}: {exc}"))
         return
@@ -132,14 +142,17 @@ def _worker_main(slot, mode, tokenizer_name, workload, inbox, outbox, verify_rat
             outbox.send(("stats", slot, stats()))
             continue
         req: Request = msg
+        text = workload.text(req.traj, req.call)  # the request as it arrives: not service time
         t0 = time.perf_counter()
         try:
-            ids, path = serve(req.session, workload.text(req.traj, req.call))
+            n_ids, path, ids = serve(req.session, text, keep)
             err = None
         except Exception as exc:  # reported per request; the worker keeps serving
-            ids, path, err = np.zeros(0, np.uint32), "error", f"{type(exc).__name__}: {exc}"
+            n_ids, path, ids, err = 0, "error", None, f"{type(exc).__name__}: {exc}"
         t1 = time.perf_counter()
-        outbox.send(Done(req.rid, slot, t0, t1, path, len(ids), ids.copy() if keep else None, err))
+        if keep and ids is None:
+            ids = np.zeros(0, np.uint32)
+        outbox.send(Done(req.rid, slot, t0, t1, path, n_ids, ids, err))
 
 
 class WorkerPool:

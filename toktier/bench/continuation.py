@@ -1,8 +1,9 @@
 """One continuation's cost at every context size: the request path against stateless peers.
 
 A session holds N characters of a real text stream; the next request adds a fixed
-Δ (1.1K characters, the workload's median append).  Every method sees identical
-texts, per cell in one run:
+Δ (1.1K characters, the workload's median append), cut from the same place of the
+stream for every N, so every context size receives identical continuations.  Every
+method sees identical texts, per cell in one run:
 
 - ``tier append``: ``Tier.append(session, delta)`` (the compiled repair path);
 - ``tier full text``: ``Tier.encode(whole text, session)``, as a front end sends it;
@@ -34,15 +35,21 @@ BASELINES = ("fastokens full re-encode", "Gigatoken prewarmed", "engine full enc
 METHODS = TIER_METHODS + BASELINES
 
 
-def stream_cells(stream: str, context: int, delta: int, samples: int, start: int = 0):
-    """(prefix, deltas): ``context`` characters of ``stream`` then ``samples + 1`` slices of ``delta``."""
-    need = context + delta * (samples + 1)
+def stream_cells(stream: str, context: int, delta: int, samples: int, tail_from: int):
+    """(prefix, deltas): the first ``context`` characters of ``stream``, then ``samples + 1``
+    continuations of ``delta`` characters cut from ``stream[tail_from:]``.
+
+    ``tail_from`` is the same for every context of a corpus, so every context size
+    receives identical continuation texts (the cost of a continuation is compared with
+    itself); a stream shorter than needed is cycled.
+    """
+    need = max(context, tail_from) + delta * (samples + 1)
     if len(stream) < need:
-        reps = need // max(1, len(stream)) + 1
-        stream = stream * reps  # a short corpus is cycled (same text for every method)
-    text = stream[start : start + need] if start + need <= len(stream) else stream[:need]
-    prefix = text[:context]
-    deltas = [text[context + k * delta : context + (k + 1) * delta] for k in range(samples + 1)]
+        stream = stream * (need // max(1, len(stream)) + 1)
+    prefix = stream[:context]
+    deltas = [
+        stream[tail_from + k * delta : tail_from + (k + 1) * delta] for k in range(samples + 1)
+    ]
     return prefix, deltas
 
 
@@ -109,8 +116,9 @@ def continuation_latency(
     engine = tiers["compiled"].engine if "compiled" in tiers else None
     rows: list[dict] = []
     cells = [(c, k) for c in contexts for k in streams]
+    tail_from = max(contexts)
     for context, corpus in tqdm(cells, desc=f"continuations {tok.name}", disable=not progress):
-        prefix, deltas = stream_cells(streams[corpus], context, delta, samples)
+        prefix, deltas = stream_cells(streams[corpus], context, delta, samples, tail_from)
         limit = samples if context < slow_from else min(samples, slow_samples)
 
         def add(method, times, paths=None, exact=None, corpus=corpus, context=context):

@@ -183,7 +183,7 @@ def verifier_overhead(tok, trajs, *, sessions: int, appends: int, context_chars:
     n = 2000
     t0 = time.perf_counter()
     for _ in range(n):
-        probe.offer(ids, state.text_parts, "repair", "s", owned=True)  # as Tier offers its copy
+        probe.offer(ids, state.text_parts, "repair", "s", owned=True)  # as Tier offers a result
     offer_ms = (time.perf_counter() - t0) / n * 1e3
     probe.close()
     return {
