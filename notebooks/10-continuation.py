@@ -33,11 +33,12 @@ results_dir = "results"
 import json
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
 import toktier
-from toktier.bench import continuation, streams
+from toktier.bench import continuation, palette, streams
 from toktier.bench.machine import machine_facts
 from toktier.campaigns import corpus
 
@@ -75,25 +76,24 @@ table.pivot_table(
 pd.DataFrame(goals)
 
 # %%
-palette = dict(
-    zip(
-        continuation.METHODS,
-        sns.color_palette("colorblind", len(continuation.METHODS)),
-        strict=True,
-    )
-)
+order = list(continuation.METHODS)
 grid = sns.relplot(
-    data=table, x="context", y="p50_us", hue="method", style="method", markers=True, dashes=False,
-    col="corpus", row="tokenizer", kind="line", palette=palette, height=3.2, aspect=1.35,
-    hue_order=list(continuation.METHODS), style_order=list(continuation.METHODS),
+    data=table, x="context", y="p50_us", hue="method", style="method", dashes=False,
+    markers=palette.markers(order), col="corpus", row="tokenizer", kind="line",
+    palette=palette.palette(order), height=3.2, aspect=1.35, hue_order=order, style_order=order,
 )  # fmt: skip
+ticks = sorted(table.context.unique())
+labels = [f"{c / 1e6:g}M" if c >= 1e6 else f"{c / 1e3:g}K" for c in ticks]
 for ax in grid.axes.flat:
     ax.set(xscale="log", yscale="log")
+    ax.set_xticks(ticks, labels)
+    ax.xaxis.set_minor_formatter(plt.NullFormatter())
     ax.axhline(50, ls=":", c="gray", lw=1)
-    ax.text(ax.get_xlim()[0], 50, " 50 µs target", va="bottom", ha="left", fontsize=8, color="gray")
-grid.set_axis_labels("session context N (characters)", f"one {delta:,}-char continuation, P50 µs")
+    ax.text(ticks[-1], 50, "50 µs target ", va="top", ha="right", fontsize=8, color="gray")
+grid.set_axis_labels("session context N (characters)", "P50 µs per continuation")
 grid.set_titles("{row_name} · {col_name}")
 grid.figure.suptitle(
-    "Continuation cost vs context: tier against stateless and cached peers", y=1.02
+    f"One {delta:,}-character continuation vs session context: tier, stateless and cached peers",
+    y=1.02,
 )
 grid.savefig(results / "figures" / "continuation-latency.png", dpi=130, bbox_inches="tight")

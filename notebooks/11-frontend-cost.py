@@ -35,7 +35,7 @@ import pandas as pd
 import seaborn as sns
 
 import toktier
-from toktier.bench import frontend_cost, streams
+from toktier.bench import frontend_cost, palette, streams
 from toktier.bench.machine import machine_facts
 
 results = Path(results_dir)
@@ -60,10 +60,10 @@ table
 # %%
 df = pd.DataFrame(rows)
 order = list(frontend_cost.METHODS)
-palette = dict(zip(order, sns.color_palette("colorblind", len(order)), strict=True))
+colors = palette.palette(order)
 fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.4), gridspec_kw={"width_ratios": [1, 1.3]})
 sns.barplot(data=table, y="method", x="E_t_tok_cpu_ms", order=order, hue="method",
-            palette=palette, ax=a, legend=False)  # fmt: skip
+            palette=colors, ax=a, legend=False)  # fmt: skip
 for i, m in enumerate(order):
     v = table.set_index("method")["E_t_tok_cpu_ms"].get(m)
     if v is not None:
@@ -73,8 +73,10 @@ for i, m in enumerate(order):
         a.plot([p], [i], marker="|", ms=14, mew=2, color="black")
 a.set(xscale="log", xlabel="E[t_tok]: CPU ms per request (= cores per 1,000 req/s)", ylabel="",
       title="Mean CPU cost per request (black tick: paper)")  # fmt: skip
-sns.ecdfplot(data=df, x="wall_ms", hue="method", hue_order=order, palette=palette, ax=b)
+sns.ecdfplot(data=df, x="wall_ms", hue="method", hue_order=order, palette=colors, ax=b,
+             legend=False)  # fmt: skip
 b.set(xscale="log", xlabel="wall time per request (ms)", ylabel="share of requests",
-      title=f"Per-request latency, {df.session.nunique()} sessions, {len(df) // len(order):,} requests each")  # fmt: skip
+      title=f"Per-request wall time, CDF (colours as left)\n{df.session.nunique()} sessions, "
+            f"{len(df) // len(order):,} requests per method")  # fmt: skip
 fig.tight_layout()
 fig.savefig(results / "figures" / "frontend-cost.png", dpi=130)

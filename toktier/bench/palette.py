@@ -1,0 +1,39 @@
+"""One colour and marker per method, shared by every figure (a method looks the same everywhere)."""
+
+from __future__ import annotations
+
+# Okabe-Ito colour-blind-safe colours.
+_BLUE, _SKY, _GREEN, _ORANGE, _VERMILLION, _PINK, _YELLOW, _GREY = (
+    "#0072B2", "#56B4E9", "#009E73", "#E69F00", "#D55E00", "#CC79A7", "#F0E442", "#555555",
+)  # fmt: skip
+
+COLORS = {
+    # toktier's request path
+    "tier append": _BLUE,
+    "tier over the engine": _BLUE,
+    "toktier repair": _BLUE,
+    "tier full text": _SKY,
+    "tier append, Python plan": _GREEN,
+    "tier over reference windows": _GREEN,
+    # toktier's stateless engine
+    "engine full encode": _ORANGE,
+    "toktier CPU, 1 thread": _ORANGE,
+    "toktier CPU, all cores": _YELLOW,
+    # peers
+    "fastokens full re-encode": _VERMILLION,
+    "fastokens": _VERMILLION,
+    "Gigatoken prewarmed": _PINK,
+    "Gigatoken, empty cache": _PINK,
+    "HF full re-encode": _GREY,
+    "HF serial": _GREY,
+}
+MARKERS = {"tier": "o", "engine": "s", "toktier": "s", "fastokens": "^", "Gigatoken": "D", "HF": "v"}
+
+
+def palette(methods) -> dict[str, str]:
+    """method -> colour for these methods (unknown ones get grey)."""
+    return {m: COLORS.get(m, _GREY) for m in methods}
+
+
+def markers(methods) -> dict[str, str]:
+    return {m: next((v for k, v in MARKERS.items() if m.startswith(k)), "x") for m in methods}
