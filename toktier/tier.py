@@ -59,7 +59,11 @@ class Result:
         return self._ids
 
     def __len__(self) -> int:
+        """Number of IDs (without assembling them)."""
         return self.keep + len(self.new_ids)
+
+    def __bool__(self) -> bool:  # a result with no IDs is still a result
+        return True
 
     def __repr__(self) -> str:
         return (
