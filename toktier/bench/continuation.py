@@ -9,6 +9,8 @@ method sees identical texts, per cell in one run:
 - ``tier full text``: ``Tier.encode(whole text, session)``, as a front end sends it;
 - ``tier append, Python plan``: the same protocol through ``repair.plan`` (before the
   compiled path: the reference implementation);
+- ``tier append, 256-char window``: the compiled path with half the default window of
+  old text (the certificate does not depend on it; a miss widens to 512, 1,024, ...);
 - ``fastokens full re-encode``: one warm object, as deployed;
 - ``Gigatoken prewarmed``: one object per session that has encoded the session text;
 - ``engine full encode``: toktier's own stateless engine on the whole text.
@@ -30,7 +32,9 @@ from ..baselines import FastokensFull, GigatokenPrewarmed
 from ..tier import Tier
 from .timing import time_ms
 
-TIER_METHODS = ("tier append", "tier full text", "tier append, Python plan")
+TIER_METHODS = (
+    "tier append", "tier full text", "tier append, Python plan", "tier append, 256-char window",
+)  # fmt: skip
 BASELINES = ("fastokens full re-encode", "Gigatoken prewarmed", "engine full encode")
 METHODS = TIER_METHODS + BASELINES
 
@@ -108,6 +112,8 @@ def continuation_latency(
         tiers["compiled"] = Tier(tok, verify_rate=0, delta_aware=False)
     if "tier append, Python plan" in methods:
         tiers["python"] = Tier(tok, verify_rate=0, delta_aware=False, repair_impl="python")
+    if "tier append, 256-char window" in methods:
+        tiers["w256"] = Tier(tok, verify_rate=0, delta_aware=False, window=256)
     fast = giga = None
     with contextlib.suppress(ImportError):
         fast = FastokensFull(tok) if "fastokens full re-encode" in methods else None
@@ -137,6 +143,8 @@ def continuation_latency(
         if "tier append, Python plan" in methods:
             py_deltas = deltas[: limit + 1]
             add("tier append, Python plan", *_tier_samples(tiers["python"], sid, prefix, py_deltas, False))  # fmt: skip
+        if "tier append, 256-char window" in methods:
+            add("tier append, 256-char window", *_tier_samples(tiers["w256"], sid, prefix, deltas, False))  # fmt: skip
         if fast is not None:
             add("fastokens full re-encode", _baseline_samples(fast.full, prefix, deltas, limit))
         if giga is not None:

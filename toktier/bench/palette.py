@@ -13,6 +13,7 @@ COLORS = {
     "tier over the engine": _BLUE,
     "toktier repair": _BLUE,
     "tier full text": _SKY,
+    "tier append, 256-char window": "#000000",
     "tier append, Python plan": _GREEN,
     "tier over reference windows": _GREEN,
     # toktier's stateless engine
@@ -27,7 +28,14 @@ COLORS = {
     "HF full re-encode": _GREY,
     "HF serial": _GREY,
 }
-MARKERS = {"tier": "o", "engine": "s", "toktier": "s", "fastokens": "^", "Gigatoken": "D", "HF": "v"}
+MARKERS = {
+    "tier": "o",
+    "engine": "s",
+    "toktier": "s",
+    "fastokens": "^",
+    "Gigatoken": "D",
+    "HF": "v",
+}
 
 
 def palette(methods) -> dict[str, str]:
