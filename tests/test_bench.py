@@ -74,3 +74,53 @@ def test_full_bench_fresh_texts_are_distinct_real_texts(trajectory_archive):
     texts = full_bench.fresh_texts(trajs, "llama3", 20_000, 3)
     assert [len(t) for t in texts] == [20_000] * 3
     assert len(set(texts)) == 3
+
+
+def test_continuation_cells_give_every_context_the_same_continuations():
+    from toktier.bench import continuation
+
+    stream = "".join(f"line {k}: some text\n" for k in range(5_000))
+    small = continuation.stream_cells(stream, 1_000, 50, 4, tail_from=40_000)
+    big = continuation.stream_cells(stream, 30_000, 50, 4, tail_from=40_000)
+    assert small[1] == big[1] and len(small[1]) == 5 and {len(d) for d in small[1]} == {50}
+    assert small[0] == stream[:1_000] and big[0] == stream[:30_000]
+    cycled = continuation.stream_cells("abc", 10, 2, 1, tail_from=10)  # a short corpus is cycled
+    assert cycled[0] == "abcabcabca" and cycled[1] == ["bc", "ab"]
+
+
+def test_continuation_harness_is_exact_and_fair(trajectory_archive):
+    from toktier.bench import continuation
+
+    trajs = streams.load_trajectories(trajectory_archive, limit=10)
+    tok = toktier.load("llama3")
+    text = streams.stream_text(trajs, "llama3", 40_000)
+    methods = ("tier append", "tier full text", "tier append, Python plan")
+    rows = continuation.continuation_latency(
+        tok, {"t": text}, [12_000], samples=4, methods=methods, progress=False
+    )
+    summary = continuation.summarize(rows)
+    assert {s["method"] for s in summary} == set(methods)
+    assert all(s["n"] == 4 and s["exact"] and s["repaired"] == 1.0 for s in summary)
+    assert all(s["p99_us"] is None for s in summary)  # P99 needs >= 100 samples
+    goals = continuation.targets(summary)
+    assert {g["target"] for g in goals} >= {"tier append: P50, contexts 12K–200K (worst)"}
+
+
+def test_frontend_cost_replays_the_mixture_exactly(trajectory_archive):
+    from toktier.bench import frontend_cost
+
+    trajs = streams.load_trajectories(trajectory_archive, limit=1)
+    tok = toktier.load("llama3")
+    methods = ("HF full re-encode", "tier over reference windows", "tier over the engine")
+    rows = frontend_cost.frontend_cost(tok, trajs, methods=methods, progress=False)
+    calls = len(trajs[0].calls)
+    assert len(rows) == 3 * calls
+    tier = [r for r in rows if r["method"] == "tier over the engine"]
+    assert tier[0]["path"] != "repair" and all(r["path"] == "repair" for r in tier[1:])
+    assert all(r["exact"] for r in rows if r["method"].startswith("tier"))
+    table = {t["method"]: t for t in frontend_cost.summarize(rows)}
+    assert table["tier over the engine"]["requests"] == calls
+    assert (
+        table["HF full re-encode"]["cores_per_1000_rps"]
+        == table["HF full re-encode"]["E_t_tok_cpu_ms"]
+    )
