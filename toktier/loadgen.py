@@ -153,13 +153,15 @@ def run_open_loop(
     """Send each request at its offset; wait for all (up to ``drain_s`` after the last send).
 
     Returns column arrays: rid, kind, offset, sojourn_s, service_s, path, worker, done
-    (False: still queued when the drain ended -- a backlogged point, its sojourn a lower bound).
+    (False: still queued when the drain ended -- a backlogged point, its sojourn a lower bound)
+    and late_s (send time minus scheduled time: the generator's own lag, part of sojourn).
     """
     n = len(schedule)
     kinds = np.array([r.kind for _, r in schedule])
     offs = np.array([o for o, _ in schedule], dtype=np.float64)
     index = {r.rid: i for i, (_, r) in enumerate(schedule)}
     sched = np.zeros(n)
+    late = np.zeros(n)  # how long after its scheduled time each request was handed over
     t0 = time.perf_counter() + 0.05
     for i, (off, req) in enumerate(schedule):
         target = t0 + off
@@ -171,6 +173,7 @@ def run_open_loop(
                 time.sleep(target - now - 0.0003)
         sched[i] = target
         pool.submit(Request(req.rid, req.session, req.traj, req.call, req.kind, target))
+        late[i] = time.perf_counter() - target
     done = pool.results(n, timeout=(t0 + (offs[-1] if n else 0) + drain_s) - time.perf_counter())
     sojourn = np.full(n, np.nan)
     service = np.full(n, np.nan)
@@ -194,6 +197,7 @@ def run_open_loop(
         "worker": worker,
         "done": finished,
         "errors": sum(1 for d in done if d.error),
+        "late_s": late,  # the generator's own lag: large values mean it, not the server, saturated
     }
 
 

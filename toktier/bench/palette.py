@@ -27,6 +27,13 @@ COLORS = {
     "Gigatoken, empty cache": _PINK,
     "HF full re-encode": _GREY,
     "HF serial": _GREY,
+    # experiment 09's worker pools
+    "toktier, 1 repair worker": _SKY,
+    "toktier, 2 repair workers": _BLUE,
+    "stateless fastokens, 2 workers": _VERMILLION,
+    "stateless fastokens, 1 worker": "#F4A582",
+    "stateless reference, 1 worker": "#999999",
+    "stateless reference, 2 workers": _GREY,
 }
 MARKERS = {
     "tier": "o",

@@ -45,7 +45,17 @@ def _summary(out: dict) -> dict:
         "service_p99_ms": _p(out["service_s"][out["done"]], 99),
         "init_share": float(init.mean()) if len(soj) else 0.0,
         "backlogged": bool((~out["done"]).any()),
+        "generator_late_p50_ms": _p(out["late_s"], 50),
+        "generator_late_p99_ms": _p(out["late_s"], 99),
     }
+
+
+def _service_sample(out: dict, k: int = 2000, seed: int = 0) -> list[float]:
+    """Up to ``k`` per-request service times (ms) of a point, for distribution plots."""
+    s = out["service_s"][out["done"]] * 1e3
+    if s.size > k:
+        s = np.random.default_rng(seed).choice(s, size=k, replace=False)
+    return [round(float(x), 4) for x in s]
 
 
 def _pool(cfg, tokenizer_name, work, verify_rate):
@@ -79,6 +89,10 @@ def capacity_sweep(
 ):
     """P99 sojourn vs Poisson offered load per configuration; returns (rows, verifier totals).
 
+    Each row also carries the generator's lag (``generator_late_*``: when it grows, the
+    load generator, not the server, is the bottleneck) and a sample of per-request
+    service times (``service_sample_ms``).
+
     A configuration's ladder stops after its first backlogged point or a P99 above
     ``stop_ms`` (higher loads can only be worse; the time is better spent elsewhere).
     """
@@ -98,6 +112,7 @@ def capacity_sweep(
                 row = {"config": cfg["name"], "mode": cfg["mode"], "workers": cfg["workers"],
                        "offered_rps": rate, "wall_s": time.perf_counter() - t0, **_summary(out)}  # fmt: skip
                 row["achieved_rps"] = row["completed"] / duration_s
+                row["service_sample_ms"] = _service_sample(out, seed=seed + i)
                 rows.append(row)
                 bar.set_postfix(p99_ms=f"{row['p99_ms']:.1f}")
                 if row["backlogged"] or row["p99_ms"] > stop_ms:
