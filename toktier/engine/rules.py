@@ -378,28 +378,39 @@ def make(jit):
 
     # --- BPE ------------------------------------------------------------------------------
     @jit
+    def pair_key(keys, ranks, left, right):
+        """The pair's rank and table slot packed as ``rank << 32 | slot`` (NO_RANK << 32: none).
+
+        Ordering packed keys orders ranks (a rank names one pair, so equal ranks mean
+        equal slots), and the merge reads its merged id from the slot directly.
+        """
+        s = pair_slot(keys, left, right)
+        return (NO_RANK << 32) if s < 0 else ((int(ranks[s]) << 32) | s)
+
+    @jit
     def bpe_small(sym, rank, n, keys, ranks, merged):
-        """Merge ``sym[:n]`` in place (rank array, linear min search); returns the new length."""
+        """Merge ``sym[:n]`` in place (packed rank array, linear min search); returns the new
+        length.  Lowest rank first, leftmost among equals (the strict ``<``)."""
         for k in range(n - 1):
-            rank[k] = pair_rank(keys, ranks, sym[k], sym[k + 1])
+            rank[k] = pair_key(keys, ranks, sym[k], sym[k + 1])
         while n > 1:
             best = 0
             for k in range(1, n - 1):
                 if rank[k] < rank[best]:
                     best = k
-            if rank[best] == NO_RANK:
+            if (rank[best] >> 32) == NO_RANK:
                 break
-            sym[best] = merged[pair_slot(keys, sym[best], sym[best + 1])]
+            sym[best] = merged[rank[best] & 0xFFFFFFFF]
             for k in range(best + 1, n - 1):
                 sym[k] = sym[k + 1]
                 rank[k] = rank[k + 1]
             n -= 1
             if best + 1 < n:
-                rank[best] = pair_rank(keys, ranks, sym[best], sym[best + 1])
+                rank[best] = pair_key(keys, ranks, sym[best], sym[best + 1])
             else:
-                rank[best] = NO_RANK
+                rank[best] = NO_RANK << 32
             if best > 0:
-                rank[best - 1] = pair_rank(keys, ranks, sym[best - 1], sym[best])
+                rank[best - 1] = pair_key(keys, ranks, sym[best - 1], sym[best])
         return n
 
     @jit
@@ -460,9 +471,10 @@ def make(jit):
             if sym[k] < 0 or nxt[k] < 0:
                 continue
             j = nxt[k]
-            if pair_rank(keys, ranks, sym[k], sym[j]) != r:
-                continue
-            sym[k] = merged[pair_slot(keys, sym[k], sym[j])]
+            s = pair_slot(keys, sym[k], sym[j])
+            if s < 0 or ranks[s] != r:
+                continue  # stale: a neighbour merged since this entry was pushed
+            sym[k] = merged[s]
             sym[j] = -1
             nj = nxt[j]
             nxt[k] = nj
