@@ -8,18 +8,19 @@ continuation costs the window encode plus a few microseconds instead of a
 hundred numpy calls.  ``tests/test_splice.py`` checks it against ``repair.plan``
 (identical splices) and against the reference (identical IDs and spans).
 
-One request is two calls:
+One request is usually one call:
 
 - ``plan_engine`` encodes the window with the engine's rules into a per-thread
   workspace (no allocation larger than the window) and finds the splice;
   ``plan_records`` does the same for fresh records that the caller encoded
   (the reference for WordPiece, the engine's segmented path for a window that
-  holds NFC-unsafe characters).  Neither mutates anything.
-- ``apply`` writes the splice into the session's arrays.  It cannot fail: the
-  caller has made room first, so a session is never left half-updated.
-
-Between the two the caller detaches any result snapshot that still reads the
-region about to be overwritten (``store.Snapshot``).
+  holds NFC-unsafe characters).  With ``apply_now`` (no result snapshot reads
+  the session's arrays, and they have room) the same call also writes the
+  splice; the caller then only publishes the new count and text, which cannot
+  fail, so a session is never left half-updated.
+- Otherwise ``apply`` writes it in a second call, after the caller has made
+  room and detached the snapshots that still read the records about to be
+  overwritten (``store.Snapshot``).
 """
 
 from __future__ import annotations
@@ -213,6 +214,8 @@ def longest_run(c_ids, c_s, c_e, ci0, ci1, cshift, f_ids, f_s, f_e, fj0, fj1, fs
         return 0, 0, 0
     c_ord = wk.c_ord
     fk = wk.f_key
+    if nc > c_ord.size or nf > fk.size:  # cannot happen (records <= window bytes); never write past
+        return 0, 0, 0
     if ordinals(c_s, c_e, ci0, ci1, 0, c_ord) >= (1 << ORD_BITS):
         return 0, 0, 0
     if ordinals(f_s, f_e, fj0, fj1, 0, fk) >= (1 << ORD_BITS):
