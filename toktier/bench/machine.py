@@ -28,16 +28,21 @@ def _version(pkg: str) -> str | None:
         return None
 
 
+_SOURCES = ("toktier", "notebooks", "workflow", "config", "Snakefile", "pyproject.toml")
+
+
 def source_commit() -> str | None:
-    """The checkout's commit (``+dirty`` with uncommitted changes), or None outside one."""
+    """The checkout's commit (``+dirty`` with uncommitted source changes; results written by
+    the run itself do not count), or None outside a checkout."""
     root = paths.repo_root()
     if root is None:
         return None
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                               text=True, timeout=10, check=True).stdout.strip()  # fmt: skip
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=root, capture_output=True, text=True, timeout=10).stdout  # fmt: skip
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
+                                *_SOURCES], cwd=root, capture_output=True, text=True,
+                               timeout=10).stdout  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return None
     return head + ("+dirty" if dirty.strip() else "")
