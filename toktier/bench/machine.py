@@ -48,9 +48,14 @@ def source_commit() -> str | None:
     return head + ("+dirty" if dirty.strip() else "")
 
 
+# The commit when this module was first imported (campaigns and notebooks import it as they
+# start): the code that ran, even if the checkout moves on before the results are written.
+_STARTED_AT = source_commit()
+
+
 def machine_facts() -> dict:
     return {
-        "commit": source_commit(),
+        "commit": _STARTED_AT,
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
         "platform": platform.platform(),
