@@ -80,12 +80,19 @@ def test_continuation_cells_give_every_context_the_same_continuations():
     from toktier.bench import continuation
 
     stream = "".join(f"line {k}: some text\n" for k in range(5_000))
-    small = continuation.stream_cells(stream, 1_000, 50, 4, tail_from=40_000)
-    big = continuation.stream_cells(stream, 30_000, 50, 4, tail_from=40_000)
-    assert small[1] == big[1] and len(small[1]) == 5 and {len(d) for d in small[1]} == {50}
-    assert small[0] == stream[:1_000] and big[0] == stream[:30_000]
-    cycled = continuation.stream_cells("abc", 10, 2, 1, tail_from=10)  # a short corpus is cycled
-    assert cycled[0] == "abcabcabca" and cycled[1] == ["bc", "ab"]
+    small = continuation.session_cells(stream, 1_000, 50, 4, 3, tail_from=40_000)
+    big = continuation.session_cells(stream, 30_000, 50, 4, 3, tail_from=40_000)
+    assert len(small) == len(big) == 3
+    assert [d for _, d in small] == [d for _, d in big]  # identical continuations
+    assert all(len(d) == 5 and {len(x) for x in d} == {50} for _, d in small)
+    assert len({tuple(d) for _, d in small}) == 3  # each session its own continuations
+    # timed continuations (after the first) arrive at contexts centred on the target
+    for target, cells in ((1_000, small), (30_000, big)):
+        prefix, deltas = cells[0]
+        at = [len(prefix) + sum(len(x) for x in deltas[:j]) for j in range(1, len(deltas))]
+        assert prefix == stream[: len(prefix)] and abs(sorted(at)[len(at) // 2] - target) <= 50
+    cycled = continuation.session_cells("abc", 10, 2, 1, 1, tail_from=10)  # short corpora cycle
+    assert cycled[0][0] == "abcabcab" and cycled[0][1] == ["bc", "ab"]
 
 
 def test_continuation_harness_is_exact_and_fair(trajectory_archive):
@@ -101,6 +108,7 @@ def test_continuation_harness_is_exact_and_fair(trajectory_archive):
     summary = continuation.summarize(rows)
     assert {s["method"] for s in summary} == set(methods)
     assert all(s["n"] == 4 and s["exact"] and s["repaired"] == 1.0 for s in summary)
+    assert all(abs(r["context_chars"] - 12_000) <= 3 * 1100 for r in rows)
     assert all(s["p99_us"] is None for s in summary)  # P99 needs >= 100 samples
     goals = continuation.targets(summary)
     assert {g["target"] for g in goals} >= {"tier append: P50, contexts 12K–200K (worst)"}

@@ -1,9 +1,11 @@
 """One continuation's cost at every context size: the request path against stateless peers.
 
-A session holds N characters of a real text stream; the next request adds a fixed
-Δ (1.1K characters, the workload's median append), cut from the same place of the
-stream for every N, so every context size receives identical continuations.  Every
-method sees identical texts, per cell in one run:
+A session holds about N characters of a real text stream; the next request adds a
+fixed Δ (1.1K characters, the workload's median append), cut from the same place of
+the stream for every N, so every context size receives identical continuations.  A
+cell is many short sessions (five timed continuations each, centred on N: the
+context stays N ± 2.75K), and every method runs on every session in turn, so all
+methods see identical texts in one run:
 
 - ``tier append``: ``Tier.append(session, delta)`` (the compiled repair path);
 - ``tier full text``: ``Tier.encode(whole text, session)``, as a front end sends it;
@@ -15,9 +17,10 @@ method sees identical texts, per cell in one run:
 - ``Gigatoken prewarmed``: one object per session that has encoded the session text;
 - ``engine full encode``: toktier's own stateless engine on the whole text.
 
-Timing: one timed call per sample, garbage collector off (``timing``); the tier is
-verified against the reference at the end of every cell.  Slow methods take fewer
-samples at large contexts (``slow_samples``); P99 is reported only with >= 100 samples.
+Timing: one timed call per sample, garbage collector off (``timing``); every tier
+session is verified against the reference after its last continuation.  Slow methods
+take fewer samples at large contexts (``slow_samples``); P99 is reported only with
+>= 100 samples.
 """
 
 from __future__ import annotations
@@ -39,22 +42,28 @@ BASELINES = ("fastokens full re-encode", "Gigatoken prewarmed", "engine full enc
 METHODS = TIER_METHODS + BASELINES
 
 
-def stream_cells(stream: str, context: int, delta: int, samples: int, tail_from: int):
-    """(prefix, deltas): the first ``context`` characters of ``stream``, then ``samples + 1``
-    continuations of ``delta`` characters cut from ``stream[tail_from:]``.
+def session_cells(stream: str, context: int, delta: int, per_session: int, sessions: int,
+                  tail_from: int) -> list[tuple[str, list[str]]]:  # fmt: skip
+    """``sessions`` cells (prefix, deltas) whose timed continuations arrive at about ``context``.
 
-    ``tail_from`` is the same for every context of a corpus, so every context size
-    receives identical continuation texts (the cost of a continuation is compared with
-    itself); a stream shorter than needed is cycled.
+    A session starts from the first ``context - (per_session + 1) // 2 * delta``
+    characters of ``stream`` and receives ``per_session + 1`` continuations of ``delta``
+    characters (the first untimed), so the timed ones see contexts within
+    ``per_session / 2 * delta`` of ``context``.  Continuations are cut from
+    ``stream[tail_from:]``, session after session, at the same place for every context
+    size: every context receives identical continuation texts.  A short stream is cycled.
     """
-    need = max(context, tail_from) + delta * (samples + 1)
+    k = per_session + 1
+    start = max(1, context - (k // 2) * delta)
+    need = max(start, tail_from) + delta * k * sessions
     if len(stream) < need:
         stream = stream * (need // max(1, len(stream)) + 1)
-    prefix = stream[:context]
-    deltas = [
-        stream[tail_from + k * delta : tail_from + (k + 1) * delta] for k in range(samples + 1)
-    ]
-    return prefix, deltas
+    prefix = stream[:start]
+    cells = []
+    for s in range(sessions):
+        base = tail_from + s * k * delta
+        cells.append((prefix, [stream[base + j * delta : base + (j + 1) * delta] for j in range(k)]))
+    return cells
 
 
 def _tier_samples(tier: Tier, sid: str, prefix: str, deltas: list[str], full_text: bool):
@@ -66,8 +75,9 @@ def _tier_samples(tier: Tier, sid: str, prefix: str, deltas: list[str], full_tex
         tier.encode(text, session=sid)
     else:
         tier.append(sid, deltas[0])
-    out, paths = [], []
+    out, paths, ctx = [], [], []
     for d in deltas[1:]:
+        ctx.append(len(text))
         text += d
         holder = {}
         if full_text:
@@ -78,20 +88,18 @@ def _tier_samples(tier: Tier, sid: str, prefix: str, deltas: list[str], full_tex
         paths.append(holder["r"].path)
     ok = bool(np.array_equal(holder["r"].ids, tier.tokenizer.reference(text)))
     tier.close(sid)
-    return out, paths, ok
+    return out, paths, ok, ctx
 
 
-def _baseline_samples(fn: Callable[[str], object], prefix, deltas, limit: int, prewarm=None):
+def _baseline_samples(fn: Callable[[str], object], prefix, deltas, prewarm=None):
     text = prefix + deltas[0]
-    if prewarm is not None:
-        prewarm(text)
-    else:
-        fn(text)  # untimed warm call
-    out = []
-    for d in deltas[1 : limit + 1]:
+    (prewarm or fn)(text)  # untimed: warms the object (and a prewarmed cache with the session)
+    out, ctx = [], []
+    for d in deltas[1:]:
+        ctx.append(len(text))
         text += d
         out.append(time_ms(lambda t=text: fn(t)))
-    return out
+    return out, ctx
 
 
 def continuation_latency(
@@ -103,10 +111,17 @@ def continuation_latency(
     samples: int = 200,
     slow_samples: int = 30,
     slow_from: int = 1_000_000,
+    per_session: int = 5,
     methods=METHODS,
     progress: bool = True,
 ) -> list[dict]:
-    """Rows (tokenizer, corpus, context, method, sample, ms, path, exact) for every cell."""
+    """Rows (tokenizer, corpus, context, method, sample, context_chars, ms, path, exact).
+
+    Each cell is ``ceil(samples / per_session)`` sessions (``session_cells``); every
+    method runs on every session in turn, so methods see identical texts and share the
+    machine's drift.  From ``slow_from`` characters on, the full re-encodes and the
+    Python plan run on the first ``ceil(slow_samples / per_session)`` sessions only.
+    """
     tiers = {}
     if "tier append" in methods or "tier full text" in methods:
         tiers["compiled"] = Tier(tok, verify_rate=0, delta_aware=False)
@@ -120,45 +135,46 @@ def continuation_latency(
     with contextlib.suppress(ImportError):
         giga = GigatokenPrewarmed(tok) if "Gigatoken prewarmed" in methods else None
     engine = tiers["compiled"].engine if "compiled" in tiers else None
+    full = getattr(engine, "encode_full", None) or getattr(engine, "encode", None)
+    runs = {
+        "tier append": lambda sid, p, d: _tier_samples(tiers["compiled"], sid, p, d, False),
+        "tier full text": lambda sid, p, d: _tier_samples(tiers["compiled"], sid, p, d, True),
+        "tier append, Python plan": lambda sid, p, d: _tier_samples(tiers["python"], sid, p, d, False),
+        "tier append, 256-char window": lambda sid, p, d: _tier_samples(tiers["w256"], sid, p, d, False),
+        "fastokens full re-encode": lambda sid, p, d: _baseline_samples(fast.full, p, d),
+        "Gigatoken prewarmed": lambda sid, p, d: (giga.new_session(), _baseline_samples(giga.full, p, d))[1],
+        "engine full encode": lambda sid, p, d: _baseline_samples(full, p, d),
+    }  # fmt: skip
+    available = [
+        m for m in methods
+        if not (m.startswith("fastokens") and fast is None)
+        and not (m.startswith("Gigatoken") and giga is None)
+        and not (m.startswith("engine") and engine is None)
+    ]  # fmt: skip
+    slow = ("tier append, Python plan", *BASELINES)
+    per_session = max(1, min(per_session, samples))
+    n_sessions = -(-samples // per_session)
+    n_slow = -(-slow_samples // per_session)
+    tail_from = max(contexts)
     rows: list[dict] = []
     cells = [(c, k) for c in contexts for k in streams]
-    tail_from = max(contexts)
     for context, corpus in tqdm(cells, desc=f"continuations {tok.name}", disable=not progress):
-        prefix, deltas = stream_cells(streams[corpus], context, delta, samples, tail_from)
-        limit = samples if context < slow_from else min(samples, slow_samples)
-
-        def add(method, times, paths=None, exact=None, corpus=corpus, context=context):
-            for i, ms in enumerate(times):
-                rows.append({
-                    "tokenizer": tok.name, "corpus": corpus, "context": context, "delta": delta,
-                    "method": method, "sample": i, "ms": ms,
-                    "path": paths[i] if paths else "full", "exact": exact,
-                })  # fmt: skip
-
-        sid = f"c-{corpus}-{context}"
-        if "tier append" in methods:
-            add("tier append", *_tier_samples(tiers["compiled"], sid, prefix, deltas, False))
-        if "tier full text" in methods:
-            add("tier full text", *_tier_samples(tiers["compiled"], sid, prefix, deltas, True))
-        if "tier append, Python plan" in methods:
-            py_deltas = deltas[: limit + 1]
-            add("tier append, Python plan", *_tier_samples(tiers["python"], sid, prefix, py_deltas, False))  # fmt: skip
-        if "tier append, 256-char window" in methods:
-            add("tier append, 256-char window", *_tier_samples(tiers["w256"], sid, prefix, deltas, False))  # fmt: skip
-        if fast is not None:
-            add("fastokens full re-encode", _baseline_samples(fast.full, prefix, deltas, limit))
-        if giga is not None:
-            giga.new_session()
-            add(
-                "Gigatoken prewarmed",
-                _baseline_samples(giga.full, prefix, deltas, limit, giga.full),
-            )
-        if engine is not None and "engine full encode" in methods:
-            enc = getattr(engine, "encode_full", engine.encode)
-            add(
-                "engine full encode",
-                _baseline_samples(enc, prefix, deltas, min(limit, slow_samples)),
-            )
+        sessions = session_cells(streams[corpus], context, delta, per_session, n_sessions, tail_from)
+        for s, (prefix, deltas) in enumerate(sessions):
+            for method in available:
+                if context >= slow_from and method in slow and s >= n_slow:
+                    continue
+                got = runs[method](f"c-{corpus}-{context}-{s}", prefix, deltas)
+                times, ctx = got[0], got[-1]
+                paths = got[1] if method.startswith("tier") else None
+                exact = got[2] if method.startswith("tier") else None
+                for i, ms in enumerate(times):
+                    rows.append({
+                        "tokenizer": tok.name, "corpus": corpus, "context": context,
+                        "delta": delta, "method": method, "session": s, "sample": i,
+                        "context_chars": ctx[i], "ms": ms,
+                        "path": paths[i] if paths else "full", "exact": exact,
+                    })  # fmt: skip
     return rows
 
 
