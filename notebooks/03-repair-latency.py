@@ -37,7 +37,7 @@ import pandas as pd
 import seaborn as sns
 
 import toktier
-from toktier.bench import repair_bench, streams
+from toktier.bench import palette, repair_bench, streams
 from toktier.bench.machine import machine_facts
 
 results = Path(results_dir)
@@ -92,25 +92,22 @@ table.to_csv(results / "tables" / "repair-latency.csv", index=False)
 table
 
 # %%
-fig, ax = plt.subplots(figsize=(7, 5))
+fig, ax = plt.subplots(figsize=(9, 5))
+methods = list(df["method"].unique())
+colors = palette.palette(methods)
 sns.lineplot(
-    data=df,
-    x="context",
-    y="ms",
-    hue="method",
-    estimator="median",
-    errorbar=("pi", 80),
-    marker="o",
-    ax=ax,
-)
-for vals in PAPER.values():
-    ax.plot(list(vals), list(vals.values()), ls=":", c="gray", lw=1)
-ax.set(
-    xscale="log",
-    yscale="log",
-    xlabel="session context N (characters)",
-    ylabel="one append, P50 ms (band: P10–P90)",
-    title=f"Repair latency vs context — {tok.name}, natural appends (dotted: paper)",
-)
+    data=df, x="context", y="ms", hue="method", estimator="median", errorbar=("pi", 80),
+    marker="o", ax=ax, palette=colors,
+)  # fmt: skip
+for name, vals in PAPER.items():  # the paper's own P50s on its host, same colour, dotted
+    ax.plot(list(vals), list(vals.values()), ls=":", marker="x", ms=4, lw=1.2,
+            color=colors.get(name, "grey"), label=f"paper: {name}")  # fmt: skip
+ticks = sorted(df["context"].unique())
+ax.set(xscale="log", yscale="log", xlabel="session context N (characters)",
+       ylabel="one append, P50 ms (band: P10–P90)",
+       title=f"Repair latency vs context — {tok.name}, natural appends")  # fmt: skip
+ax.set_xticks(ticks, [f"{c / 1e6:g}M" if c >= 1e6 else f"{c / 1e3:g}K" for c in ticks])
+ax.xaxis.set_minor_formatter(plt.NullFormatter())
+ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9)
 fig.tight_layout()
 fig.savefig(results / "figures" / "repair-latency.png", dpi=130)

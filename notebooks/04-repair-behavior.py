@@ -37,7 +37,7 @@ import pandas as pd
 import seaborn as sns
 
 import toktier
-from toktier.bench import repair_bench, streams
+from toktier.bench import palette, repair_bench, streams
 from toktier.bench.machine import machine_facts
 from toktier.campaigns.repair_campaign import summary_rows
 
@@ -154,16 +154,19 @@ sweep_table.to_csv(results / "tables" / "delta-sweep.csv", index=False)
 sweep_table.pivot_table(index=["context", "delta"], columns="method", values="p50_ms")
 
 # %%
-fig, ax = plt.subplots(figsize=(7, 5))
+fig, ax = plt.subplots(figsize=(8, 5))
+sw["N"] = sw["context"].map(lambda c: f"N = {c / 1e6:g}M" if c >= 1e6 else f"N = {c / 1e3:g}K")
+methods = list(sw["method"].unique())
 sns.lineplot(
-    data=sw, x="delta", y="ms", hue="method", style="context", estimator="median", marker="o", ax=ax
-)
-ax.set(
-    xscale="log",
-    yscale="log",
-    xlabel="append size Δ (characters)",
-    ylabel="P50 ms",
-    title=f"Repair cost grows with Δ, not with N — {tok.name}",
-)
+    data=sw, x="delta", y="ms", hue="method", style="N", estimator="median", marker="o", ax=ax,
+    palette=palette.palette(methods), errorbar=("pi", 80),
+)  # fmt: skip
+deltas = sorted(sw["delta"].unique())
+ax.set(xscale="log", yscale="log", xlabel="append size Δ (characters)",
+       ylabel="one append, P50 ms (band: P10–P90)",
+       title=f"Repair cost grows with Δ, not with N — {tok.name}")  # fmt: skip
+ax.set_xticks(deltas, [f"{d / 1e3:g}K" for d in deltas])
+ax.xaxis.set_minor_formatter(plt.NullFormatter())
+ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9)
 fig.tight_layout()
 fig.savefig(results / "figures" / "delta-sweep.png", dpi=130)
