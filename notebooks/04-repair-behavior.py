@@ -33,6 +33,7 @@ import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import seaborn as sns
 
@@ -121,16 +122,37 @@ behavior.to_csv(results / "tables" / "repair-behavior.csv")
 behavior
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-(
-    splices.groupby(["tokenizer", "widenings"])
-    .size()
-    .unstack(fill_value=0)
-    .plot.bar(stacked=True, ax=axes[0], title="Replayed splices by widenings (0 = first window)")
-)
-axes[0].set_ylabel("splices")
-sns.ecdfplot(data=splices, x="delta_chars", hue="tokenizer", ax=axes[1])
-axes[1].set(xscale="log", title="Append size of the replayed splices", xlabel="Δ (characters)")
+fig, axes = plt.subplots(1, 2, figsize=(13, 4.6), gridspec_kw={"width_ratios": [1.25, 1]})
+ax = axes[0]
+kinds = {"first window": splices.widenings == 0, "widened": splices.widenings > 0}
+share = pd.DataFrame({k: splices[m].groupby(splices.tokenizer[m]).size() for k, m in kinds.items()})
+share = share.fillna(0).astype(int)
+share["fallback"] = [
+    sum(v for k, v in r["outcomes"].items() if "fallback" in k)
+    for r in sorted(merged["replay"], key=lambda r: r["tokenizer"])
+    if r["tokenizer"] in share.index
+]
+share = share.sort_index()
+left = np.zeros(len(share))
+for col, color in zip(share.columns, ("#0072B2", "#E69F00", "#D55E00"), strict=True):
+    ax.barh(share.index, share[col], left=left, color=color, label=col)
+    left += share[col].to_numpy()
+for i, (_name, row) in enumerate(share.iterrows()):
+    ax.text(left[i], i, f"  {row['first window']:,} of {row.sum():,} first window", va="center",
+            fontsize=9)  # fmt: skip
+ax.set(xlabel="replayed continuations", xlim=(0, left.max() * 1.6), ylim=(-0.6, len(share) + 0.6),
+       title="Replayed continuations by outcome")  # fmt: skip
+ax.legend(loc="upper right", fontsize=9, ncol=3)
+ax = axes[1]
+name = tokenizer if (splices.tokenizer == tokenizer).any() else splices.tokenizer.iloc[0]
+one = splices[splices.tokenizer == name]
+sns.ecdfplot(one["delta_chars"], ax=ax, color="#0072B2")
+for q, ls in ((0.5, "--"), (0.9, ":")):
+    v = one["delta_chars"].quantile(q)
+    ax.axvline(v, color="grey", ls=ls, lw=1)
+    ax.text(v, 0.05 + 0.4 * (q > 0.6), f" P{int(q * 100)} = {v:,.0f}", fontsize=9, color="grey")
+ax.set(xscale="log", xlabel="Δ: characters appended per continuation", ylabel="share of continuations",
+       title=f"Append size Δ of the replayed continuations ({name})")  # fmt: skip
 fig.tight_layout()
 fig.savefig(results / "figures" / "repair-behavior.png", dpi=130)
 
