@@ -5,7 +5,9 @@ fixed Δ (1.1K characters, the workload's median append), cut from the same plac
 the stream for every N, so every context size receives identical continuations.  A
 cell is many short sessions (five timed continuations each, centred on N: the
 context stays N ± 2.75K), and every method runs on every session in turn, so all
-methods see identical texts in one run:
+methods see identical texts in one run.  The order rotates from session to session: the
+method that runs first after a session start finds the CPU caches cold (the peers'
+tables and the new session's arrays); a fixed order would charge that to one method.
 
 - ``tier append``: ``Tier.append(session, delta)`` (the compiled repair path);
 - ``tier full text``: ``Tier.encode(whole text, session)``, as a front end sends it;
@@ -170,7 +172,8 @@ def continuation_latency(
             streams[corpus], context, delta, per_session, n_sessions, tail_from
         )
         for s, (prefix, deltas) in enumerate(sessions):
-            for method in available:
+            k = s % len(available)  # rotate: no method always runs first, on cold caches
+            for method in available[k:] + available[:k]:
                 if context >= slow_from and method in slow and s >= n_slow:
                     continue
                 got = runs[method](f"c-{corpus}-{context}-{s}", prefix, deltas)
