@@ -221,6 +221,35 @@ def _cmd_certify_repair(args) -> int:
     return 1 if bad else 0
 
 
+def _cmd_certify_user_files(args) -> int:
+    import tempfile
+
+    from .bench.machine import machine_facts
+    from .campaigns import user_files
+
+    rows, failures = [], []
+    with tempfile.TemporaryDirectory(prefix="toktier-user-files-") as tmp:
+        workdir = Path(args.keep) if args.keep else Path(tmp)
+        for base in args.names:
+            r = user_files.run_campaign(base, args.files, workdir=workdir, seed=args.seed)
+            rows.append(r.row())
+            failures += r.failures
+            print(
+                f"{base}: {r.files} mutated files ({r.engine_kept} on the engine, "
+                f"{sum(r.engine_refused.values())} refused → reference); {r.texts:,} texts, "
+                f"{r.tier_requests:,} tier requests; {r.divergences} divergences"
+            )
+    for f in failures[:20]:
+        print("  DIVERGENCE", f)
+    if args.out:
+        _write_json(args.out, {"machine": machine_facts(), "parameters": vars(args) | {"func": None},
+                               "results": rows, "failures": failures})  # fmt: skip
+    if args.table:
+        _write_csv(args.table, [{k: v for k, v in r.items() if k not in ("kinds", "refusals")}
+                                | {"refusals": json.dumps(r["refusals"])} for r in rows])  # fmt: skip
+    return 1 if failures else 0
+
+
 def _cmd_bench_gpu(args) -> int:
     import socket
 
@@ -360,6 +389,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out")
     s.add_argument("--table")
     s.set_defaults(func=_cmd_certify_repair)
+
+    s = sub.add_parser(
+        "certify-user-files",
+        help="mutated user tokenizer files (added tokens): engine or reference, never wrong IDs",
+    )
+    s.add_argument("names", nargs="*", default=["llama3", "qwen3"])
+    s.add_argument("--files", type=int, default=20, help="mutated files per base tokenizer")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--keep", help="folder for the mutated files (reproducers are kept there)")
+    s.add_argument("--out")
+    s.add_argument("--table")
+    s.set_defaults(func=_cmd_certify_user_files)
 
     s = sub.add_parser(
         "bench-gpu",
