@@ -131,3 +131,22 @@ def test_submit_validates_the_session_id_before_counting_it(setup):
         with pytest.raises(TypeError, match="session id"):
             pool.submit(Request(2, None, 0, 0, "init"))
         assert pool.pending() == 0
+
+
+def test_a_short_soak_churns_kills_and_stays_exact(setup):
+    from toktier.bench import soak
+
+    trajs, _, _ = setup
+    run = soak.soak(
+        trajs, "llama3", duration_s=8.0, rate=25.0, workers=2, live=6, ttl_s=2.0,
+        max_bytes=4 << 20, verify_rate=0.5, edit_share=0.2, close_share=0.1, probe_s=1.0,
+        max_context_chars=40_000, progress=False,
+    )  # fmt: skip
+    req = run["requests"]
+    assert req["done"] == req["sent"] > 100 and req["errors"] == 0
+    assert req["edit"] > 0 and req["close"] > 0
+    assert run["killed_at_s"] is not None and run["restarts"] == 1
+    assert run["verifier"]["checked"] > 0 and run["verifier"]["mismatches"] == 0
+    assert {p["worker"] for p in run["probes"]} == {0, 1}
+    assert run["verdict"]["state_under_budget"] and run["verdict"]["mismatches"] == 0
+    assert sum(s["expired"] + s["closed"] for s in run["final_stats"]) > 0

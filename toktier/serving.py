@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import multiprocessing.connection as mpc
+import os
 import queue
 import threading
 import time
@@ -58,7 +59,7 @@ class Request:
     session: str
     traj: int
     call: int
-    kind: str  # "init" (the tier has no state for it) or "cont"
+    kind: str  # "init" (the tier has no state for it), "cont", "edit" or "close"
     t_sched: float = 0.0
 
 
@@ -79,12 +80,34 @@ def affinity(session: str, workers: int) -> int:
     return zlib.crc32(session.encode("utf-8")) % workers
 
 
+def rss_bytes() -> int:
+    """This process's resident set size now (Linux ``/proc``; elsewhere the peak)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def edited(text: str, rid: int) -> str:
+    """A deterministic mid-context edit of ``text`` (the soak's "edit" requests)."""
+    if len(text) < 64:
+        return text + " (edited)"
+    at = (rid * 2654435761) % (len(text) - 32)
+    return text[:at] + f"<edit {rid}>" + text[at + 16 :]
+
+
 def _serve_fn(mode: str, tokenizer_name: str, verify_rate: float, tier_kw: dict):
-    """(serve(session, text, keep) -> (n_ids, path, ids or None), stats()) for one worker.
+    """(serve(session, text, keep, kind) -> (n_ids, path, ids or None), stats(), probe()).
 
     The tier answers with its patch (``Result.keep`` + ``new_ids``), as a front end
     hands it to an engine's prefix cache; the whole ID array is assembled only when
-    the caller keeps results (``keep``).
+    the caller keeps results (``keep``).  Kinds: "init" / "cont" (the text as
+    recorded), "edit" (the text with a mid-context edit), "close" (free the session).
+    ``stats()`` first lets the verifier finish (the end of a run); ``probe()`` does
+    not (RSS and counters during a run).
     """
     import toktier
 
@@ -92,15 +115,23 @@ def _serve_fn(mode: str, tokenizer_name: str, verify_rate: float, tier_kw: dict)
     if mode == "tier":
         tier = toktier.Tier(tok, verify_rate=verify_rate, **tier_kw)
 
-        def serve(session, text, keep):
+        def serve(session, text, keep, kind="cont"):
+            if kind == "close":
+                return 0, "close", None
             r = tier.encode(text, session=session)
             return len(r), r.path, (r.ids if keep else None)
+
+        def close(session):
+            tier.close(session)
 
         def stats():
             tier.shutdown(timeout=30.0)  # finish the verifier's queue before reporting
             return tier.stats()
 
-        return serve, stats
+        def probe():
+            return {"rss_bytes": rss_bytes(), **tier.stats()}
+
+        return serve, stats, probe, close
     if mode == "reference":
         hf = tok.hf
 
@@ -123,17 +154,22 @@ def _serve_fn(mode: str, tokenizer_name: str, verify_rate: float, tier_kw: dict)
     else:
         raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
 
-    def serve_full(session, text, keep):
+    def serve_full(session, text, keep, kind="cont"):
+        if kind == "close":
+            return 0, "close", None
         ids = full(text)
         return len(ids), mode, (ids if keep else None)
 
-    return serve_full, dict
+    def probe():
+        return {"rss_bytes": rss_bytes()}
+
+    return serve_full, dict, probe, lambda session: None
 
 
 def _worker_main(slot, mode, tokenizer_name, workload, inbox, outbox, verify_rate, tier_kw, keep):
     """One worker process: serve requests from ``inbox``, answer on the pipe ``outbox``."""
     try:
-        serve, stats = _serve_fn(mode, tokenizer_name, verify_rate, tier_kw)
+        serve, stats, probe, close = _serve_fn(mode, tokenizer_name, verify_rate, tier_kw)
         serve("__warmup__", workload.text(0, 0), False)
     except Exception as exc:
         outbox.send(("failed", slot, f"{type(exc).__name__}: {exc}"))
@@ -146,11 +182,18 @@ def _worker_main(slot, mode, tokenizer_name, workload, inbox, outbox, verify_rat
         if msg == "stats":
             outbox.send(("stats", slot, stats()))
             continue
+        if msg == "probe":
+            outbox.send(("probe", slot, probe()))
+            continue
         req: Request = msg
         text = workload.text(req.traj, req.call)  # the request as it arrives: not service time
+        if req.kind == "edit":
+            text = edited(text, req.rid)
         t0 = time.perf_counter()
         try:
-            n_ids, path, ids = serve(req.session, text, keep)
+            if req.kind == "close":
+                close(req.session)
+            n_ids, path, ids = serve(req.session, text, keep, req.kind)
             err = None
         except Exception as exc:  # reported per request; the worker keeps serving
             n_ids, path, ids, err = 0, "error", None, f"{type(exc).__name__}: {exc}"
@@ -196,6 +239,7 @@ class WorkerPool:
         self._lock = threading.Lock()
         self.restarts = 0
         self._done: queue.SimpleQueue = queue.SimpleQueue()
+        self._probes: queue.SimpleQueue = queue.SimpleQueue()
         self._closed = False
         self._starting = [False] * workers  # started, not yet "ready" or "failed"
         self._failed_starts = [0] * workers  # consecutive failed starts
@@ -368,6 +412,9 @@ class WorkerPool:
                         self._failed_starts[slot] += 1
                 self._starting[slot] = False
             return
+        if isinstance(msg, tuple) and msg[0] == "probe":
+            self._probes.put(msg)
+            return
         if isinstance(msg, Done):
             with self._lock:
                 if self._pending.pop(msg.rid, None) is None:
@@ -390,9 +437,35 @@ class WorkerPool:
                 out.append(msg)
         return out
 
+    def ready(self) -> list[Done]:
+        """The results that have arrived, without waiting."""
+        out = []
+        while True:
+            try:
+                msg = self._done.get_nowait()
+            except queue.Empty:
+                return out
+            if isinstance(msg, Done):
+                out.append(msg)
+
     def pending(self) -> int:
         with self._lock:
             return len(self._pending)
+
+    def probe(self, timeout: float = 30.0) -> dict[int, dict]:
+        """Each live worker's RSS and counters now, without stopping its verifier."""
+        slots = [s for s, p in enumerate(self._procs) if p is not None and p.is_alive()]
+        boxes = (
+            [self._inboxes[s] for s in slots] if self.affine else [self._inboxes[0]] * len(slots)
+        )
+        for box in boxes:
+            box.put("probe")
+        got, deadline = {}, time.monotonic() + timeout
+        while len(got) < len(slots) and time.monotonic() < deadline:
+            with contextlib.suppress(queue.Empty):
+                _, slot, info = self._probes.get(timeout=0.5)
+                got[slot] = info
+        return got
 
     def stats(self, timeout: float = 120.0) -> list[dict]:
         """Each worker's own stats (the tier's counters and its verifier's)."""
