@@ -1,5 +1,7 @@
 """The multi-worker front end: exact on every route, session affinity, worker death, open loop."""
 
+import time
+
 import numpy as np
 import pytest
 
@@ -89,3 +91,62 @@ def test_burst_schedule_and_mixture_shapes(setup):
     with pytest.raises(ValueError, match="mode"):
         WorkerPool("nope", "llama3", work)
     assert isinstance(Request(1, "s", 0, 0, "init"), Request)
+
+
+def test_a_worker_that_cannot_restart_is_given_up_loudly(setup, tmp_path):
+    # Start on a user file, then corrupt it and kill the worker: every restart fails.
+    from toktier.errors import WorkerStartError
+
+    _, work, tok = setup
+    path = tmp_path / "tokenizer.json"
+    path.write_bytes(tok._raw)
+    src = loadgen.MixtureSource(work, live=3, seed=5)
+    with WorkerPool("tier", str(path), work, workers=1, verify_rate=0.0, keep_ids=True) as pool:
+        r = src.next()
+        pool.submit(r)
+        [d] = pool.results(1, 120)
+        _check(tok, work, r, d)
+        path.write_text("{ not a tokenizer", encoding="utf-8")
+        pool.kill(0)
+        reqs = [src.next() for _ in range(4)]
+        for r in reqs:
+            pool.submit(r)
+        t0 = time.monotonic()
+        with pytest.raises(WorkerStartError, match="failed to start 3 times"):
+            pool.results(len(reqs), 120)
+        assert time.monotonic() - t0 < 60 and pool.restarts == 3  # bounded, backed off
+        answered = pool.results(len(reqs), 5)  # none lost: answered with the worker's error
+        assert sorted(d.rid for d in answered) == sorted(r.rid for r in reqs)
+        assert all("not a valid tokenizer.json" in d.error for d in answered)
+        assert pool.pending() == 0
+        with pytest.raises(WorkerStartError):
+            pool.submit(src.next())
+
+
+def test_submit_validates_the_session_id_before_counting_it(setup):
+    _, work, _ = setup
+    with WorkerPool("reference", "llama3", work, workers=1) as pool:
+        with pytest.raises(ValueError, match="UTF-8"):
+            pool.submit(Request(1, "bad\ud800", 0, 0, "init"))
+        with pytest.raises(TypeError, match="session id"):
+            pool.submit(Request(2, None, 0, 0, "init"))
+        assert pool.pending() == 0
+
+
+def test_a_short_soak_churns_kills_and_stays_exact(setup):
+    from toktier.bench import soak
+
+    trajs, _, _ = setup
+    run = soak.soak(
+        trajs, "llama3", duration_s=8.0, rate=25.0, workers=2, live=6, ttl_s=2.0,
+        max_bytes=4 << 20, verify_rate=0.5, edit_share=0.2, close_share=0.1, probe_s=1.0,
+        max_context_chars=40_000, progress=False,
+    )  # fmt: skip
+    req = run["requests"]
+    assert req["done"] == req["sent"] > 100 and req["errors"] == 0
+    assert req["edit"] > 0 and req["close"] > 0
+    assert run["killed_at_s"] is not None and run["restarts"] == 1
+    assert run["verifier"]["checked"] > 0 and run["verifier"]["mismatches"] == 0
+    assert {p["worker"] for p in run["probes"]} == {0, 1}
+    assert run["verdict"]["state_under_budget"] and run["verdict"]["mismatches"] == 0
+    assert sum(s["expired"] + s["closed"] for s in run["final_stats"]) > 0

@@ -221,6 +221,69 @@ def _cmd_certify_repair(args) -> int:
     return 1 if bad else 0
 
 
+def _cmd_certify_user_files(args) -> int:
+    import tempfile
+
+    from .bench.machine import machine_facts
+    from .campaigns import user_files
+
+    rows, failures = [], []
+    with tempfile.TemporaryDirectory(prefix="toktier-user-files-") as tmp:
+        workdir = Path(args.keep) if args.keep else Path(tmp)
+        for base in args.names:
+            r = user_files.run_campaign(base, args.files, workdir=workdir, seed=args.seed)
+            rows.append(r.row())
+            failures += r.failures
+            print(
+                f"{base}: {r.files} mutated files ({r.engine_kept} on the engine, "
+                f"{sum(r.engine_refused.values())} refused → reference); {r.texts:,} texts, "
+                f"{r.tier_requests:,} tier requests; {r.divergences} divergences"
+            )
+    for f in failures[:20]:
+        print("  DIVERGENCE", f)
+    if args.out:
+        _write_json(args.out, {"machine": machine_facts(), "parameters": vars(args) | {"func": None},
+                               "results": rows, "failures": failures})  # fmt: skip
+    if args.table:
+        _write_csv(args.table, [{k: v for k, v in r.items() if k not in ("kinds", "refusals")}
+                                | {"refusals": json.dumps(r["refusals"])} for r in rows])  # fmt: skip
+    return 1 if failures else 0
+
+
+def _cmd_soak(args) -> int:
+    from .bench import soak
+    from .bench.machine import machine_facts
+    from .bench.streams import load_trajectories
+    from .workload import archives
+
+    archive = Path(args.archive) if args.archive else archives.find_archive("mini-swe-agent")
+    if archive is None:
+        raise SystemExit("no trajectory archive: run `toktier fetch-data mini-swe-agent` first")
+    trajs = load_trajectories(archive, limit=args.trajectories or None)
+    run = soak.soak(
+        trajs, args.tokenizer, duration_s=args.minutes * 60, rate=args.rate,
+        workers=args.workers, live=args.live, ttl_s=args.ttl, max_bytes=args.budget_mb << 20,
+        verify_rate=args.verify_rate, seed=args.seed,
+    )  # fmt: skip
+    run["machine"] = machine_facts()
+    v = run["verdict"]
+    print(
+        f"soak: {run['requests']['done']:,} of {run['requests']['sent']:,} requests answered, "
+        f"{run['requests']['errors']} errors; verifier {run['verifier']['checked']:,} checked, "
+        f"{run['verifier']['mismatches']} mismatches; RSS max {v['rss_max_mb']:.0f} MiB, growth "
+        f"over the last third {v['rss_growth_last_third']}; state under budget: "
+        f"{v['state_under_budget']} -> {'PASS' if v['passed'] else 'FAIL'}"
+    )
+    if args.out:
+        _write_json(args.out, run)
+    if args.table:
+        _write_csv(args.table, run["probes"])
+    if args.figure:
+        Path(args.figure).parent.mkdir(parents=True, exist_ok=True)
+        soak.plot(run, args.figure)
+    return 0 if v["passed"] else 1
+
+
 def _cmd_bench_gpu(args) -> int:
     import socket
 
@@ -360,6 +423,38 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out")
     s.add_argument("--table")
     s.set_defaults(func=_cmd_certify_repair)
+
+    s = sub.add_parser(
+        "certify-user-files",
+        help="mutated user tokenizer files (added tokens): engine or reference, never wrong IDs",
+    )
+    s.add_argument("names", nargs="*", default=["llama3", "qwen3"])
+    s.add_argument("--files", type=int, default=20, help="mutated files per base tokenizer")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--keep", help="folder for the mutated files (reproducers are kept there)")
+    s.add_argument("--out")
+    s.add_argument("--table")
+    s.set_defaults(func=_cmd_certify_user_files)
+
+    s = sub.add_parser(
+        "soak",
+        help="sessions churning through tier workers for minutes: RSS, budget, TTL, kill, verifier",
+    )
+    s.add_argument("--tokenizer", default="llama3")
+    s.add_argument("--minutes", type=float, default=10.0)
+    s.add_argument("--rate", type=float, default=100.0, help="requests per second (Poisson)")
+    s.add_argument("--workers", type=int, default=2)
+    s.add_argument("--live", type=int, default=256, help="concurrent sessions")
+    s.add_argument("--ttl", type=float, default=30.0, help="session TTL, seconds")
+    s.add_argument("--budget-mb", type=int, default=128, help="session-state budget per worker")
+    s.add_argument("--verify-rate", type=float, default=0.05)
+    s.add_argument("--trajectories", type=int, default=0, help="0: all 500")
+    s.add_argument("--archive", help="trajectory archive (default: the verified mirror copy)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--out")
+    s.add_argument("--table")
+    s.add_argument("--figure")
+    s.set_defaults(func=_cmd_soak)
 
     s = sub.add_parser(
         "bench-gpu",

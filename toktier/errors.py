@@ -37,6 +37,10 @@ class TokenizerFileError(ToktierError):
     """A tokenizer.json is missing, unreadable or rejected by the reference engine."""
 
 
+class TokenizerFileChangedError(TokenizerFileError):
+    """The tokenizer.json on disk is no longer the one ``load()`` read (replaced or deleted)."""
+
+
 class InvalidTextError(ToktierError, ValueError):
     """Text that no tokenizer can encode exactly (e.g. lone surrogates)."""
 
@@ -57,3 +61,7 @@ class UnknownSessionError(ToktierError, KeyError):
 
 class SessionTokenizerMismatchError(ToktierError):
     """A session's stored tokens were produced by another tokenizer; it is never repaired across."""
+
+
+class WorkerStartError(ToktierError, RuntimeError):
+    """A front-end worker process could not start, after bounded retries with back-off."""

@@ -35,3 +35,16 @@ def wheel_cache() -> Path:
 
 def probe_cache() -> Path:
     return data_home() / "probes"
+
+
+def quarantine_dir() -> Path:
+    """Where the shadow verifier writes mismatch records: private, per user, never in a checkout.
+
+    ``TOKTIER_QUARANTINE`` overrides; else ``$XDG_STATE_HOME/toktier/quarantine``
+    (``~/.local/state/toktier/quarantine``).  Records hold users' prompts.
+    """
+    env = os.environ.get("TOKTIER_QUARANTINE")
+    if env:
+        return Path(env).expanduser().resolve()
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state).expanduser() / "toktier" / "quarantine"

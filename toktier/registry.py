@@ -13,9 +13,9 @@ import tokenizers
 
 from . import artifacts
 from .convert import CHAR_TO_BYTE
-from .errors import TokenizerFileError, UnknownTokenizerError
+from .errors import TokenizerFileChangedError, TokenizerFileError, UnknownTokenizerError
 from .families import detect_family
-from .families.classes import ClassTable, load_or_probe
+from .families.classes import ClassTable, load_or_probe, probe_key
 from .textcheck import check_text
 
 REFERENCE_VERSION = tokenizers.__version__
@@ -51,31 +51,78 @@ def _token_chars(token: str, model_type: str) -> int:
     return len(token)
 
 
-class Tokenizer:
-    """A registered (or user-supplied) tokenizer.  ``reference`` is the ground truth."""
+def reference_added_tokens(hf: tokenizers.Tokenizer) -> tuple[AddedToken, ...]:
+    """The added tokens as the reference holds them, by id.
 
-    def __init__(self, name: str, path: Path, sha256: str, doc: dict, hf: tokenizers.Tokenizer):
+    Not the file's ``added_tokens`` list: the reference gives a literal that is already
+    a vocabulary entry that entry's id, and numbers a new literal after the vocabulary
+    whatever id the file wrote (issue #13: an engine that trusted the file's ids emitted
+    ids the reference never does).
+    """
+    return tuple(
+        AddedToken(
+            id=int(i),
+            content=str(t.content),
+            special=bool(t.special),
+            normalized=bool(t.normalized),
+            lstrip=bool(t.lstrip),
+            rstrip=bool(t.rstrip),
+            single_word=bool(t.single_word),
+        )
+        for i, t in sorted(hf.get_added_tokens_decoder().items())
+    )
+
+
+class Tokenizer:
+    """A registered (or user-supplied) tokenizer.  ``reference`` is the ground truth.
+
+    Everything (reference, engine tables, probes) is built from the one read of the file
+    whose sha256 is ``sha256``; the file is not read again (``document``, ``checked_path``).
+    """
+
+    def __init__(
+        self, name: str, path: Path, sha256: str, doc: dict, hf: tokenizers.Tokenizer, raw: bytes
+    ):
         self.name = name
         self.path = path
         self.sha256 = sha256
-        self.family = detect_family(doc)
+        self._raw = raw
         self.reference_version = REFERENCE_VERSION
         self._hf = hf
         self._model_type = (doc.get("model") or {}).get("type", "")
         self._vocab_size = hf.get_vocab_size(with_added_tokens=True)
-        self.added_tokens = tuple(
-            AddedToken(
-                id=int(t["id"]),
-                content=t["content"],
-                special=bool(t.get("special")),
-                normalized=bool(t.get("normalized")),
-                lstrip=bool(t.get("lstrip")),
-                rstrip=bool(t.get("rstrip")),
-                single_word=bool(t.get("single_word")),
-            )
-            for t in doc.get("added_tokens", [])
-        )
+        self.added_tokens = reference_added_tokens(hf)
+        family = detect_family(doc)
+        if any(t.lstrip or t.rstrip or t.single_word for t in self.added_tokens):
+            family = "unsupported"  # matching we do not model, whatever the file says
+        self.family = family
+        self._probe_key = probe_key(doc, family)
         self._classes_lock = threading.Lock()
+
+    def document(self) -> dict:
+        """The tokenizer.json document, parsed from the bytes ``load()`` hashed (no disk read)."""
+        return json.loads(self._raw.decode("utf-8"))
+
+    def checked_path(self) -> str:
+        """The file's path, for libraries that only open files (baselines), after checking
+        that it still holds the bytes ``load()`` read.
+
+        Raises ``TokenizerFileChangedError`` when the file was deleted or replaced.
+        """
+        try:
+            now = self.path.read_bytes()
+        except OSError as exc:
+            raise TokenizerFileChangedError(
+                f"{self.path} was loaded as {self.name!r} but can no longer be read ({exc}); "
+                "load it again"
+            ) from None
+        sha = artifacts.sha256_bytes(now)
+        if sha != self.sha256:
+            raise TokenizerFileChangedError(
+                f"{self.path} changed on disk since it was loaded as {self.name!r} "
+                f"(sha256 {self.sha256[:12]}… then, {sha[:12]}… now); load it again"
+            )
+        return str(self.path)
 
     def __repr__(self) -> str:
         return f"Tokenizer(name={self.name!r}, family={self.family!r}, sha256={self.sha256[:12]}…)"
@@ -134,7 +181,7 @@ class Tokenizer:
         with self._classes_lock:
             if "_classes" not in self.__dict__:
                 self.__dict__["_classes"] = load_or_probe(
-                    self.sha256, self._hf, REFERENCE_VERSION, self.family
+                    self._probe_key, self._hf, REFERENCE_VERSION, self.family
                 )
             return self.__dict__["_classes"]
 
@@ -167,7 +214,7 @@ def _open(name: str, path: Path, expected_sha: str | None) -> Tokenizer:
         hf = tokenizers.Tokenizer.from_str(text)
     except Exception as exc:
         raise TokenizerFileError(f"{path} is not a valid tokenizer.json: {exc}") from None
-    tok = Tokenizer(name, path, sha, doc, hf)
+    tok = Tokenizer(name, path, sha, doc, hf, raw)
     with _LOAD_LOCK:
         return _LOADED.setdefault(key, tok)
 

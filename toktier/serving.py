@@ -13,7 +13,10 @@ call), and materializes a call's text itself, as a front end has the text it
 just received.  Timestamps are ``time.perf_counter()``, the system-wide
 monotonic clock on Linux, so sojourn = completion - scheduled arrival is
 measured across processes.  A worker that dies is restarted empty at its slot;
-its queued requests are re-sent and its sessions become misses (still exact).
+its queued requests are re-sent and its sessions become misses (still exact).  A
+worker that cannot start is retried with back-off (0.5 s, 1 s, 2 s, ...) at most
+``max_failed_starts`` times; then its requests are answered with the worker's error
+and ``results()`` raises ``WorkerStartError`` with it: nothing is lost or swallowed.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import multiprocessing.connection as mpc
+import os
 import queue
 import threading
 import time
@@ -28,6 +32,8 @@ import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from .errors import WorkerStartError
 
 MODES = ("tier", "reference", "fastokens", "engine")
 
@@ -53,7 +59,7 @@ class Request:
     session: str
     traj: int
     call: int
-    kind: str  # "init" (the tier has no state for it) or "cont"
+    kind: str  # "init" (the tier has no state for it), "cont", "edit" or "close"
     t_sched: float = 0.0
 
 
@@ -74,12 +80,34 @@ def affinity(session: str, workers: int) -> int:
     return zlib.crc32(session.encode("utf-8")) % workers
 
 
+def rss_bytes() -> int:
+    """This process's resident set size now (Linux ``/proc``; elsewhere the peak)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def edited(text: str, rid: int) -> str:
+    """A deterministic mid-context edit of ``text`` (the soak's "edit" requests)."""
+    if len(text) < 64:
+        return text + " (edited)"
+    at = (rid * 2654435761) % (len(text) - 32)
+    return text[:at] + f"<edit {rid}>" + text[at + 16 :]
+
+
 def _serve_fn(mode: str, tokenizer_name: str, verify_rate: float, tier_kw: dict):
-    """(serve(session, text, keep) -> (n_ids, path, ids or None), stats()) for one worker.
+    """(serve(session, text, keep, kind) -> (n_ids, path, ids or None), stats(), probe()).
 
     The tier answers with its patch (``Result.keep`` + ``new_ids``), as a front end
     hands it to an engine's prefix cache; the whole ID array is assembled only when
-    the caller keeps results (``keep``).
+    the caller keeps results (``keep``).  Kinds: "init" / "cont" (the text as
+    recorded), "edit" (the text with a mid-context edit), "close" (free the session).
+    ``stats()`` first lets the verifier finish (the end of a run); ``probe()`` does
+    not (RSS and counters during a run).
     """
     import toktier
 
@@ -87,15 +115,23 @@ def _serve_fn(mode: str, tokenizer_name: str, verify_rate: float, tier_kw: dict)
     if mode == "tier":
         tier = toktier.Tier(tok, verify_rate=verify_rate, **tier_kw)
 
-        def serve(session, text, keep):
+        def serve(session, text, keep, kind="cont"):
+            if kind == "close":
+                return 0, "close", None
             r = tier.encode(text, session=session)
             return len(r), r.path, (r.ids if keep else None)
+
+        def close(session):
+            tier.close(session)
 
         def stats():
             tier.shutdown(timeout=30.0)  # finish the verifier's queue before reporting
             return tier.stats()
 
-        return serve, stats
+        def probe():
+            return {"rss_bytes": rss_bytes(), **tier.stats()}
+
+        return serve, stats, probe, close
     if mode == "reference":
         hf = tok.hf
 
@@ -104,7 +140,7 @@ def _serve_fn(mode: str, tokenizer_name: str, verify_rate: float, tier_kw: dict)
     elif mode == "fastokens":
         import fastokens
 
-        f = fastokens.Tokenizer.from_file(str(tok.path))
+        f = fastokens.Tokenizer.from_file(tok.checked_path())
 
         def full(text):
             return np.asarray(f.encode(text, add_special_tokens=False).ids, dtype=np.uint32)
@@ -118,17 +154,22 @@ def _serve_fn(mode: str, tokenizer_name: str, verify_rate: float, tier_kw: dict)
     else:
         raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
 
-    def serve_full(session, text, keep):
+    def serve_full(session, text, keep, kind="cont"):
+        if kind == "close":
+            return 0, "close", None
         ids = full(text)
         return len(ids), mode, (ids if keep else None)
 
-    return serve_full, dict
+    def probe():
+        return {"rss_bytes": rss_bytes()}
+
+    return serve_full, dict, probe, lambda session: None
 
 
 def _worker_main(slot, mode, tokenizer_name, workload, inbox, outbox, verify_rate, tier_kw, keep):
     """One worker process: serve requests from ``inbox``, answer on the pipe ``outbox``."""
     try:
-        serve, stats = _serve_fn(mode, tokenizer_name, verify_rate, tier_kw)
+        serve, stats, probe, close = _serve_fn(mode, tokenizer_name, verify_rate, tier_kw)
         serve("__warmup__", workload.text(0, 0), False)
     except Exception as exc:
         outbox.send(("failed", slot, f"{type(exc).__name__}: {exc}"))
@@ -141,11 +182,18 @@ def _worker_main(slot, mode, tokenizer_name, workload, inbox, outbox, verify_rat
         if msg == "stats":
             outbox.send(("stats", slot, stats()))
             continue
+        if msg == "probe":
+            outbox.send(("probe", slot, probe()))
+            continue
         req: Request = msg
         text = workload.text(req.traj, req.call)  # the request as it arrives: not service time
+        if req.kind == "edit":
+            text = edited(text, req.rid)
         t0 = time.perf_counter()
         try:
-            n_ids, path, ids = serve(req.session, text, keep)
+            if req.kind == "close":
+                close(req.session)
+            n_ids, path, ids = serve(req.session, text, keep, req.kind)
             err = None
         except Exception as exc:  # reported per request; the worker keeps serving
             n_ids, path, ids, err = 0, "error", None, f"{type(exc).__name__}: {exc}"
@@ -169,11 +217,15 @@ class WorkerPool:
         keep_ids: bool = False,
         tier_kw: dict | None = None,
         start_timeout_s: float = 300.0,
+        max_failed_starts: int = 3,
     ):
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
         if workers < 1:
             raise ValueError("workers must be >= 1")
+        if max_failed_starts < 1:
+            raise ValueError("max_failed_starts must be >= 1")
+        self.max_failed_starts = max_failed_starts
         self.mode, self.workers = mode, workers
         self._args = (mode, tokenizer_name, workload)
         self._verify_rate, self._keep, self._tier_kw = verify_rate, keep_ids, dict(tier_kw or {})
@@ -187,7 +239,13 @@ class WorkerPool:
         self._lock = threading.Lock()
         self.restarts = 0
         self._done: queue.SimpleQueue = queue.SimpleQueue()
+        self._probes: queue.SimpleQueue = queue.SimpleQueue()
         self._closed = False
+        self._starting = [False] * workers  # started, not yet "ready" or "failed"
+        self._failed_starts = [0] * workers  # consecutive failed starts
+        self._start_error: dict[int, str] = {}
+        self._next_start = [0.0] * workers  # back-off: no restart before this time
+        self.gave_up: dict[int, str] = {}  # slots no longer restarted, and why
         for slot in range(workers):
             self._start(slot)
         self._await_ready(set(range(workers)), start_timeout_s)
@@ -210,6 +268,7 @@ class WorkerPool:
         writer.close()
         with self._lock:
             self._readers[reader] = slot
+            self._starting[slot] = True
         self._procs[slot] = p
 
     def _await_ready(self, slots: set[int], timeout: float) -> None:
@@ -236,9 +295,11 @@ class WorkerPool:
                     kind, slot, info = conn.recv()
                 except EOFError:
                     kind, slot, info = "failed", self._readers[conn], "exited while starting"
+                with self._lock:
+                    self._starting[slot] = False
                 if kind == "failed":
                     self.close()
-                    raise RuntimeError(f"worker {slot} failed to start: {info}")
+                    raise WorkerStartError(f"worker {slot} failed to start: {info}")
                 slots.discard(slot)
 
     def kill(self, slot: int) -> None:
@@ -247,28 +308,83 @@ class WorkerPool:
         self._procs[slot].join(10)
 
     def check_workers(self) -> list[int]:
-        """Restart dead workers empty and re-send their unfinished requests; returns the slots."""
-        dead = [s for s, p in enumerate(self._procs) if p is not None and not p.is_alive()]
+        """Restart dead workers empty and re-send their unfinished requests; returns the slots.
+
+        A slot whose worker failed to start ``max_failed_starts`` times in a row is given
+        up: its pending requests are answered with the worker's error and this raises
+        ``WorkerStartError``.  Restarts back off exponentially (0.5 s doubling, at most 30 s).
+        """
+        now = time.monotonic()
+        dead = [s for s, p in enumerate(self._procs)
+                if p is not None and not p.is_alive() and s not in self.gave_up]  # fmt: skip
+        restarted, gave_up = [], []
         for slot in dead:
+            with self._lock:
+                if self._starting[slot]:  # died before saying ready or failed
+                    self._starting[slot] = False
+                    self._failed_starts[slot] += 1
+                failures = self._failed_starts[slot]
+            if failures >= self.max_failed_starts:
+                gave_up.append(slot)
+                continue
+            if now < self._next_start[slot]:
+                continue
+            self._next_start[slot] = now + min(30.0, 0.5 * 2**failures)
             self.restarts += 1
             self._start(slot)
-        if dead:
+            restarted.append(slot)
+        if restarted:
             with self._lock:
                 lost = [
-                    r for r in self._pending.values() if not self.affine or self._slot(r) in dead
-                ]
+                    r for r in self._pending.values()
+                    if not self.affine or self._slot(r) in restarted
+                ]  # fmt: skip
             for r in sorted(lost, key=lambda r: r.rid):
                 self._inboxes[self._slot(r)].put(r)
-        return dead
+        if gave_up:
+            raise self._give_up(gave_up)
+        return restarted
+
+    def _give_up(self, slots: list[int]) -> WorkerStartError:
+        """Stop restarting ``slots``; answer the requests only they could serve with the error."""
+        for slot in slots:
+            self.gave_up[slot] = self._start_error.get(slot, "exited while starting")
+        why = "; ".join(f"worker {s}: {self.gave_up[s]}" for s in slots)
+        msg = f"{len(slots)} worker(s) failed to start {self.max_failed_starts} times ({why})"
+        none_left = len(self.gave_up) == self.workers
+        with self._lock:
+            lost = [r for r in self._pending.values()
+                    if (self._slot(r) in self.gave_up if self.affine else none_left)]  # fmt: skip
+            for r in lost:
+                del self._pending[r.rid]
+        t = time.perf_counter()
+        for r in sorted(lost, key=lambda r: r.rid):
+            slot = self._slot(r)
+            self._done.put(Done(r.rid, slot, t, t, "error", 0, None, f"WorkerStartError: {msg}"))
+        return WorkerStartError(f"{msg}; {len(lost)} pending request(s) answered with this error")
 
     # --- requests ----------------------------------------------------------------------
     def _slot(self, req: Request) -> int:
         return affinity(req.session, self.workers) if self.affine else 0
 
     def submit(self, req: Request) -> None:
+        """Queue one request (validated first: a bad one is never counted as pending)."""
+        if not isinstance(req, Request):
+            raise TypeError(f"submit takes a Request, got {type(req).__name__}")
+        if not isinstance(req.session, str) or not req.session:
+            raise TypeError(f"session id must be a non-empty str, got {req.session!r}")
+        try:
+            req.session.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(
+                f"session id {req.session!r} is not encodable as UTF-8 (a lone surrogate?)"
+            ) from None
+        slot = self._slot(req)
+        if slot in self.gave_up and (self.affine or len(self.gave_up) == self.workers):
+            raise WorkerStartError(f"worker {slot} was given up: {self.gave_up[slot]}")
         with self._lock:
             self._pending[req.rid] = req
-        self._inboxes[self._slot(req)].put(req)
+        self._inboxes[slot].put(req)
 
     def _collect(self) -> None:
         while not self._closed:
@@ -285,6 +401,20 @@ class WorkerPool:
                 self._route(msg)
 
     def _route(self, msg) -> None:
+        if isinstance(msg, tuple) and msg[0] in ("ready", "failed"):
+            kind, slot, info = msg
+            with self._lock:
+                if kind == "ready":
+                    self._failed_starts[slot] = 0
+                else:
+                    self._start_error[slot] = str(info)
+                    if self._starting[slot]:
+                        self._failed_starts[slot] += 1
+                self._starting[slot] = False
+            return
+        if isinstance(msg, tuple) and msg[0] == "probe":
+            self._probes.put(msg)
+            return
         if isinstance(msg, Done):
             with self._lock:
                 if self._pending.pop(msg.rid, None) is None:
@@ -307,9 +437,35 @@ class WorkerPool:
                 out.append(msg)
         return out
 
+    def ready(self) -> list[Done]:
+        """The results that have arrived, without waiting."""
+        out = []
+        while True:
+            try:
+                msg = self._done.get_nowait()
+            except queue.Empty:
+                return out
+            if isinstance(msg, Done):
+                out.append(msg)
+
     def pending(self) -> int:
         with self._lock:
             return len(self._pending)
+
+    def probe(self, timeout: float = 30.0) -> dict[int, dict]:
+        """Each live worker's RSS and counters now, without stopping its verifier."""
+        slots = [s for s, p in enumerate(self._procs) if p is not None and p.is_alive()]
+        boxes = (
+            [self._inboxes[s] for s in slots] if self.affine else [self._inboxes[0]] * len(slots)
+        )
+        for box in boxes:
+            box.put("probe")
+        got, deadline = {}, time.monotonic() + timeout
+        while len(got) < len(slots) and time.monotonic() < deadline:
+            with contextlib.suppress(queue.Empty):
+                _, slot, info = self._probes.get(timeout=0.5)
+                got[slot] = info
+        return got
 
     def stats(self, timeout: float = 120.0) -> list[dict]:
         """Each worker's own stats (the tier's counters and its verifier's)."""

@@ -6,8 +6,12 @@ request simply keeps the caller's string) and its token records -- id,
 character start, character end -- in growable numpy arrays with amortized
 doubling.  The state is bound to the sha256 of the tokenizer that produced it.
 Sessions expire after ``ttl_s`` of inactivity and the least recently used ones
-are evicted when the total exceeds ``max_bytes``; an evicted session is simply
-gone (a later request is a miss, not an error).
+are evicted when the total exceeds ``max_bytes`` (default ``DEFAULT_MAX_BYTES``, 2 GiB);
+an evicted session is simply gone (a later request is a miss, not an error).
+Expiry needs no caller: sessions are kept in order of last use, so every ``get`` and
+``put`` drops the stale ones at the front (a few per call: amortized O(1)), and one
+shared background thread sweeps every live store (``ttl_s / 4``, 1 s to 60 s apart)
+so an idle store also lets go of its memory.
 
 Results read the live arrays without copying them: a ``Snapshot`` is O(1) to
 take and, before a later request overwrites records it still reads, it saves
@@ -24,10 +28,13 @@ import time
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 ID_DTYPE = np.uint32
+DEFAULT_MAX_BYTES = 2 << 30  # a default Tier's memory budget for session state
+_SWEEP_PER_CALL = 8  # stale sessions a get/put drops at most (amortized expiry)
 SPAN_DTYPE = np.int32  # character offsets; sessions stay below 2**31 characters
 _MIN_CAPACITY = 256
 
@@ -310,13 +317,17 @@ class StoreStats:
     expired: int
     evicted: int
     closed: int
+    max_bytes: int | None = None
 
 
 class SessionStore:
-    """Live sessions, least recently used last; thread-safe."""
+    """Live sessions, least recently used first; thread-safe.
 
-    def __init__(self, ttl_s: float | None = 3600.0, max_bytes: int | None = None):
-        if ttl_s is not None and ttl_s <= 0:
+    ``max_bytes=None`` means no byte cap; ``ttl_s=None`` means no expiry.
+    """
+
+    def __init__(self, ttl_s: float | None = 3600.0, max_bytes: int | None = DEFAULT_MAX_BYTES):
+        if ttl_s is not None and not ttl_s > 0:
             raise ValueError("ttl_s must be positive (or None for no expiry)")
         if max_bytes is not None and max_bytes <= 0:
             raise ValueError("max_bytes must be positive (or None for no cap)")
@@ -324,10 +335,13 @@ class SessionStore:
         self.max_bytes = max_bytes
         self._sessions: OrderedDict[str, SessionState] = OrderedDict()
         self._bytes: dict[str, int] = {}
+        self._touched: dict[str, float] = {}  # the store's clock at last get/put
         self._total = 0
         self._lock = threading.Lock()
         self.expired = self.evicted = self.closed = 0
         self._clock = time.monotonic
+        if ttl_s is not None:
+            _Sweeper.register(self)
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -335,31 +349,52 @@ class SessionStore:
     def __contains__(self, session: str) -> bool:
         return self.get(session) is not None
 
+    def _sweep(self, now: float, limit: int | None) -> int:
+        """Drop stale sessions from the front (oldest use first); caller holds the lock."""
+        if self.ttl_s is None:
+            return 0
+        n = 0
+        touched = self._touched
+        while self._sessions and (limit is None or n < limit):
+            oldest = next(iter(self._sessions))
+            if now - touched[oldest] <= self.ttl_s:
+                break
+            self._drop(oldest)
+            n += 1
+        self.expired += n
+        return n
+
     def get(self, session: str) -> SessionState | None:
         """The live state, or None (unknown, expired or evicted)."""
         with self._lock:
+            now = self._clock()
+            self._sweep(now, _SWEEP_PER_CALL)
             st = self._sessions.get(session)
             if st is None:
                 return None
-            if self.ttl_s is not None and self._clock() - st.last_use > self.ttl_s:
+            if self.ttl_s is not None and now - self._touched[session] > self.ttl_s:
                 self._drop(session)
                 self.expired += 1
                 return None
             self._sessions.move_to_end(session)
+            self._touched[session] = now
             return st
 
     def put(self, state: SessionState) -> None:
         """Insert or refresh a session after a commit; enforces the byte cap."""
         size = state.nbytes
         with self._lock:
+            now = self._clock()
             key = state.session
             old = self._bytes.get(key)
             if old is not None:
                 self._total -= old
             self._sessions[key] = state
             self._sessions.move_to_end(key)
+            self._touched[key] = now
             self._bytes[key] = size
             self._total += size
+            self._sweep(now, _SWEEP_PER_CALL)
             if self.max_bytes is not None:
                 while self._total > self.max_bytes and len(self._sessions) > 1:
                     victim = next(iter(self._sessions))
@@ -378,19 +413,13 @@ class SessionStore:
             return False
 
     def expire(self) -> int:
-        """Drop every session idle longer than the TTL; returns how many."""
-        if self.ttl_s is None:
-            return 0
+        """Drop every session idle longer than the TTL; returns how many (O(expired))."""
         with self._lock:
-            now = self._clock()
-            stale = [k for k, st in self._sessions.items() if now - st.last_use > self.ttl_s]
-            for k in stale:
-                self._drop(k)
-            self.expired += len(stale)
-            return len(stale)
+            return self._sweep(self._clock(), None)
 
     def _drop(self, session: str) -> None:
         self._sessions.pop(session, None)
+        self._touched.pop(session, None)
         self._total -= self._bytes.pop(session, 0)
 
     def stats(self) -> StoreStats:
@@ -404,4 +433,42 @@ class SessionStore:
                 expired=self.expired,
                 evicted=self.evicted,
                 closed=self.closed,
+                max_bytes=self.max_bytes,
             )
+
+
+class _Sweeper:
+    """One daemon thread for the process: expires every live store now and then.
+
+    Stores are held weakly, so a store nobody uses is freed as usual.
+    """
+
+    _stores: ClassVar[weakref.WeakSet] = weakref.WeakSet()
+    _next: ClassVar[weakref.WeakKeyDictionary] = weakref.WeakKeyDictionary()
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+    _thread: ClassVar[threading.Thread | None] = None
+
+    @classmethod
+    def register(cls, store: SessionStore) -> None:
+        with cls._lock:
+            cls._stores.add(store)
+            cls._next[store] = time.monotonic() + cls.interval(store)
+            if cls._thread is None or not cls._thread.is_alive():
+                cls._thread = threading.Thread(target=cls._run, name="toktier-ttl", daemon=True)
+                cls._thread.start()
+
+    @staticmethod
+    def interval(store: SessionStore) -> float:
+        return min(60.0, max(1.0, (store.ttl_s or 60.0) / 4))
+
+    @classmethod
+    def _run(cls) -> None:
+        while True:
+            time.sleep(1.0)
+            now = time.monotonic()
+            with cls._lock:
+                due = [s for s in list(cls._stores) if cls._next.get(s, 0.0) <= now]
+                for s in due:
+                    cls._next[s] = now + cls.interval(s)
+            for s in due:
+                s.expire()

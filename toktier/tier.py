@@ -15,7 +15,7 @@ from .engine import ReferenceEngine, default_engine
 from .errors import SessionTokenizerMismatchError, UnknownSessionError
 from .registry import Tokenizer, load
 from .router import Route, Router
-from .store import SessionState, SessionStore
+from .store import DEFAULT_MAX_BYTES, SessionState, SessionStore
 from .textcheck import check_text
 from .verifier import DEFAULT_RATE, ShadowVerifier
 
@@ -90,6 +90,51 @@ _CALIBRATION_TEXT = (
 )
 
 
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def _check_options(window, max_widenings, ttl_s, max_bytes, repair_impl, gpu, gpu_min_chars,
+                   delta_aware, verify_rate, quarantine_sessions) -> None:  # fmt: skip
+    """Reject bad constructor arguments here, with their names, not in a later request."""
+    if not _is_int(window) or window < 1:
+        raise (ValueError if _is_int(window) else TypeError)(
+            f"window must be an int >= 1 (characters of old text), got {window!r}"
+        )
+    if not _is_int(max_widenings) or max_widenings < 0:
+        raise (ValueError if _is_int(max_widenings) else TypeError)(
+            f"max_widenings must be an int >= 0, got {max_widenings!r}"
+        )
+    if ttl_s is not None:
+        if isinstance(ttl_s, bool) or not isinstance(ttl_s, (int, float, np.number)):
+            raise TypeError(f"ttl_s must be a number of seconds or None, got {ttl_s!r}")
+        if not np.isfinite(ttl_s) or ttl_s <= 0:
+            raise ValueError(f"ttl_s must be finite and > 0 (or None: never expire), got {ttl_s!r}")
+    if max_bytes is not None and (not _is_int(max_bytes) or max_bytes < 1):
+        raise (ValueError if _is_int(max_bytes) else TypeError)(
+            f"max_bytes must be an int >= 1 or None, got {max_bytes!r}"
+        )
+    if repair_impl not in ("compiled", "python"):
+        raise ValueError(f"repair_impl must be 'compiled' or 'python', got {repair_impl!r}")
+    engine_like = not isinstance(gpu, (str, bool, int)) and hasattr(gpu, "encode")
+    if not (gpu is None or gpu == "auto" or engine_like):
+        raise TypeError(
+            f"gpu must be 'auto', None (no GPU) or a GPU engine such as GpuEngine(tokenizer), "
+            f"got {gpu!r}"
+        )
+    if gpu_min_chars is not None and (not _is_int(gpu_min_chars) or gpu_min_chars < 0):
+        raise (ValueError if _is_int(gpu_min_chars) else TypeError)(
+            f"gpu_min_chars must be an int >= 0 or None, got {gpu_min_chars!r}"
+        )
+    for name, flag in (("delta_aware", delta_aware), ("quarantine_sessions", quarantine_sessions)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"{name} must be a bool, got {flag!r}")
+    if isinstance(verify_rate, bool) or not isinstance(verify_rate, (int, float, np.number)):
+        raise TypeError(f"verify_rate must be a number in [0, 1], got {verify_rate!r}")
+    if not 0.0 <= verify_rate <= 1.0:  # NaN fails this too
+        raise ValueError(f"verify_rate must be in [0, 1] (0: no verifier), got {verify_rate!r}")
+
+
 def _auto_gpu(tokenizer):
     """The GPU engine when a real GPU and CuPy are present (never the simulator), else None."""
     try:
@@ -117,6 +162,10 @@ class Tier:
     ``verify_rate``: the shadow verifier's sampling rate (0 switches it off);
     ``quarantine_sessions``: a verified mismatch also drops the session's state, so
     its next request is encoded in full.
+    ``ttl_s``: a session idle this long is dropped (no caller needed; None: never);
+    ``max_bytes``: the memory budget of session state, 2 GiB by default (least recently
+    used sessions are evicted beyond it; ``stats()`` counts them; None: no budget).
+    Bad arguments raise ``TypeError`` / ``ValueError`` here, not in a later request.
     """
 
     def __init__(
@@ -128,7 +177,7 @@ class Tier:
         window: int = repair.DEFAULT_WINDOW,
         max_widenings: int = repair.DEFAULT_MAX_WIDENINGS,
         ttl_s: float | None = 3600.0,
-        max_bytes: int | None = None,
+        max_bytes: int | None = DEFAULT_MAX_BYTES,
         repair_impl: str = "compiled",
         gpu="auto",
         gpu_min_chars: int | None = None,
@@ -138,11 +187,9 @@ class Tier:
         quarantine_dir=None,
         quarantine_sessions: bool = False,
     ):
+        _check_options(window, max_widenings, ttl_s, max_bytes, repair_impl, gpu, gpu_min_chars,
+                       delta_aware, verify_rate, quarantine_sessions)  # fmt: skip
         self.tokenizer = tokenizer if isinstance(tokenizer, Tokenizer) else load(tokenizer)
-        if window < 1 or max_widenings < 0:
-            raise ValueError("window must be >= 1 and max_widenings >= 0")
-        if repair_impl not in ("compiled", "python"):
-            raise ValueError(f"repair_impl must be 'compiled' or 'python', got {repair_impl!r}")
         # The window engine (repair) and the full path: the certified numba engine where the
         # family has one, else the reference.  Compiling happens here, never in a request.
         self.engine = engine if engine is not None else default_engine(self.tokenizer)
@@ -288,18 +335,24 @@ class Tier:
             expired=st.expired,
             evicted=st.evicted,
             closed=st.closed,
+            max_bytes=st.max_bytes,
         )
         if self.verifier is not None:
             out["verifier"] = self.verifier.stats()
         return out
 
     def shutdown(self, timeout: float = 60.0) -> None:
-        """Let the shadow verifier finish its queue and stop (the tier still serves)."""
+        """Let the shadow verifier finish its queue and stop.
+
+        The tier still serves afterwards, unverified: nothing more is sampled or queued
+        (``stats()["verifier"]["offered_after_close"]`` counts those requests).
+        """
         if self.verifier is not None:
             self.verifier.close(timeout)
 
     def session_records(self, session: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Copies of a live session's (ids, starts, ends) -- for inspection and campaigns."""
+        self._check_session_id(session)
         state = self.store.get(session)
         if state is None:
             raise UnknownSessionError(session)

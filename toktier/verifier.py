@@ -9,6 +9,13 @@ joins the text, encodes it with the reference through ``encode_batch`` (which
 releases the GIL, unlike ``encode``), compares exactly and, on a mismatch,
 writes a quarantine record and calls ``on_mismatch``.  When it falls behind,
 the bounded queue refuses new samples and the drop counter says so.
+
+Quarantine records hold the user's full prompt, the session id and both ID lists
+(``_record``).  They go to a private per-user folder (``paths.quarantine_dir``; mode
+0700, files 0600, created exclusively, never through a symlink), at most
+``max_records`` files (more are dropped and counted) and ``max_record_bytes`` each (a
+larger record keeps only the divergence: the text and full ID lists are left out,
+counted).  After ``close`` the verifier samples nothing more (``offered_after_close``).
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ import json
 import os
 import queue
 import random
+import secrets
+import stat
 import threading
 import time
 from collections import deque
@@ -27,11 +36,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .paths import data_home
+from . import paths
 
 DEFAULT_RATE = 0.05
 DEFAULT_QUEUE = 256
 DEFAULT_MAX_CHARS = 32_000_000  # larger samples are skipped (counted), not checked
+DEFAULT_MAX_RECORDS = 1000  # quarantine files; beyond, records are dropped (counted)
+DEFAULT_MAX_RECORD_BYTES = 8 << 20  # a larger record is written without text and full IDs
 _CONTEXT_TOKENS = 8  # tokens either side of the first divergence in a record
 _MEMORY_RECORDS = 32  # mismatch records kept in memory (also when the directory is unwritable)
 
@@ -49,7 +60,7 @@ class Sample:
 
 
 def default_quarantine_dir() -> Path:
-    return data_home() / "quarantine"
+    return paths.quarantine_dir()
 
 
 def first_divergence(a: np.ndarray, b: np.ndarray) -> int:
@@ -74,14 +85,17 @@ class ShadowVerifier:
         queue_size: int = DEFAULT_QUEUE,
         quarantine_dir: str | Path | None = None,
         max_chars: int = DEFAULT_MAX_CHARS,
+        max_records: int = DEFAULT_MAX_RECORDS,
+        max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
         seed: int | None = None,
         reference: Callable[[str], object] | None = None,
         on_mismatch: Callable[[Sample], None] | None = None,
     ):
         if not 0.0 <= rate <= 1.0:
             raise ValueError(f"sampling rate must be in [0, 1], got {rate!r}")
-        if queue_size < 1 or max_chars < 1:
-            raise ValueError("queue_size and max_chars must be >= 1")
+        if min(queue_size, max_chars, max_records, max_record_bytes) < 1:
+            raise ValueError("queue_size, max_chars, max_records, max_record_bytes must be >= 1")
+        self.max_records, self.max_record_bytes = max_records, max_record_bytes
         self.tokenizer = tokenizer
         self.rate = float(rate)
         self.max_chars = max_chars
@@ -94,13 +108,15 @@ class ShadowVerifier:
         self._seq = 0
         self._counts = dict.fromkeys(
             ("offered", "sampled", "checked", "mismatches", "dropped", "errors", "skipped_large",
-             "quarantine_records", "quarantine_write_errors"), 0,
+             "quarantine_records", "quarantine_write_errors", "quarantine_dropped",
+             "quarantine_truncated", "offered_after_close"), 0,
         )  # fmt: skip
         self._lags: deque[float] = deque(maxlen=4096)
         self.records: deque[dict] = deque(maxlen=_MEMORY_RECORDS)
         self.last_error: str | None = None
         self._idle = threading.Condition(self._guard)
         self._busy = 0  # samples taken off the queue and not yet finished
+        self._closed = False
         self._thread = threading.Thread(target=self._run, name="toktier-shadow", daemon=True)
         self._thread.start()
 
@@ -118,9 +134,14 @@ class ShadowVerifier:
 
         ``owned``: ``ids`` will never change (a read-only result array), so a sample
         keeps it instead of copying it.  ``ids`` may also be a callable that returns
-        them: it is called in the verifier thread, off the request path.  Never blocks: a full queue drops the sample
-        and counts it.  Returns whether the sample was queued.
+        them: it is called in the verifier thread, off the request path.  Never blocks: a
+        full queue drops the sample and counts it.  After ``close`` nothing is sampled
+        (counted as ``offered_after_close``).  Returns whether the sample was queued.
         """
+        if self._closed:
+            with self._guard:
+                self._counts["offered_after_close"] += 1
+            return False
         if self.rate < 1.0 and self._rng.random() >= self.rate:
             with self._guard:
                 self._counts["offered"] += 1
@@ -152,8 +173,13 @@ class ShadowVerifier:
                 self._idle.wait(min(left, 0.05))
         return True
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self, timeout: float = 60.0) -> None:
-        """Check what is queued, then stop the thread."""
+        """Check what is queued, then stop the thread; later offers are not sampled."""
+        self._closed = True
         if not self._thread.is_alive():
             return
         self.flush(timeout)
@@ -260,12 +286,34 @@ class ShadowVerifier:
         return [offs[0][0], offs[-1][1]] if offs else [len(text), len(text)]
 
     def _write(self, record: dict) -> None:
+        """Write one record privately: 0700 folder, 0600 file, exclusive create, no symlinks."""
+        d = self.quarantine_dir
         try:
-            self.quarantine_dir.mkdir(parents=True, exist_ok=True)
+            d.mkdir(mode=0o700, parents=True, exist_ok=True)
+            st = os.lstat(d)
+            if not stat.S_ISDIR(st.st_mode):
+                raise OSError(f"{d} is not a directory (a symlink or a file)")
+            if st.st_mode & 0o077 and st.st_uid == os.getuid():
+                os.chmod(d, 0o700)
+            with os.scandir(d) as it:
+                existing = sum(1 for e in it if e.name.endswith(".json"))
+            if existing >= self.max_records:
+                self._bump("quarantine_dropped")
+                return
+            data = json.dumps(record).encode("utf-8")
+            if len(data) > self.max_record_bytes:
+                slim = {k: v for k, v in record.items()
+                        if k not in ("text", "emitted_ids", "reference_ids")}  # fmt: skip
+                slim["truncated"] = f"record of {len(data):,} bytes > {self.max_record_bytes:,}"
+                data = json.dumps(slim).encode("utf-8")
+                self._bump("quarantine_truncated")
             name = f"{record['content_sha256'][:16]}-{os.getpid()}-{record['seq']}.json"
-            tmp = self.quarantine_dir / (name + ".tmp")
-            tmp.write_text(json.dumps(record), encoding="utf-8")
-            tmp.replace(self.quarantine_dir / name)
+            tmp = d / f".{name}.{secrets.token_hex(8)}.tmp"
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+            fd = os.open(tmp, flags | getattr(os, "O_CLOEXEC", 0), 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, d / name)  # replaces a link at that name; never writes through it
         except OSError as exc:  # full disk, read-only or missing directory: report, go on
             self._bump("quarantine_write_errors")
             self.last_error = f"quarantine write failed: {exc}"

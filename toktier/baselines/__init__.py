@@ -28,7 +28,7 @@ class FastokensFull:
     def __init__(self, tok):
         import fastokens
 
-        self._f = fastokens.Tokenizer.from_file(str(tok.path))
+        self._f = fastokens.Tokenizer.from_file(tok.checked_path())
 
     def full(self, text: str):
         return self._f.encode(text, add_special_tokens=False).ids
@@ -42,7 +42,7 @@ class GigatokenPrewarmed:
     def __init__(self, tok):
         import gigatoken
 
-        self._path = str(tok.path)
+        self._path = tok.checked_path()
         self._g = gigatoken.Tokenizer(self._path)
 
     def new_session(self) -> None:

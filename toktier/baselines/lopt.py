@@ -304,7 +304,7 @@ class LoptFull:
                 max_workers=self.workers,
                 mp_context=get_context("spawn"),
                 initializer=_init_worker,
-                initargs=(str(self.tok.path),),
+                initargs=(self.tok.checked_path(),),
             )
         return self._pool
 

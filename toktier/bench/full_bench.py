@@ -58,7 +58,7 @@ def methods(tok, *, lopt_workers: int | None = None) -> dict:
     with contextlib.suppress(ImportError):
         import gigatoken
 
-        path = str(tok.path)
+        path = tok.checked_path()
 
         def giga(t):
             g = gigatoken.Tokenizer(path)  # empty cache; construction is not timed
@@ -68,7 +68,7 @@ def methods(tok, *, lopt_workers: int | None = None) -> dict:
     with contextlib.suppress(ImportError):
         import fastokens
 
-        f = fastokens.Tokenizer.from_file(str(tok.path))
+        f = fastokens.Tokenizer.from_file(tok.checked_path())
         out["fastokens"] = lambda t: lambda: f.encode(t, add_special_tokens=False).ids
     with contextlib.suppress(Exception):
         from ..campaigns.conversion import converted_names, tiktoken_encoding

@@ -100,7 +100,7 @@ def _gigatoken(tok):
         import gigatoken
     except ImportError:
         return None
-    path = str(tok.path)
+    path = tok.checked_path()
 
     def prep(text):
         g = gigatoken.Tokenizer(path)  # empty cache; construction is not timed

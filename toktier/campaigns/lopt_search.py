@@ -86,7 +86,7 @@ class _Enc:
 
 
 def _doc(tok) -> dict:
-    return json.loads(tok.path.read_text(encoding="utf-8"))
+    return tok.document()
 
 
 @cache
@@ -170,7 +170,7 @@ _GAP_CONTEXTS = (("\n", "\n"), ("", ""), ("x", "x"), ("\n\n", "\n"), ("1", "1"),
 
 
 def _gen_gap(rng, tok, o):
-    words = [w for w in merge_gap_words(str(tok.path)) if len(w) >= o + 3]
+    words = [w for w in merge_gap_words(tok.checked_path()) if len(w) >= o + 3]
     if not words:
         return None
     w = rng.choice(words)
@@ -225,7 +225,7 @@ def _gen_letter_punct(rng, tok, o):
 
 
 def _gen_long_pretoken(rng, tok, o):
-    pieces = _pieces(str(tok.path), rng.choice("LP"))
+    pieces = _pieces(tok.checked_path(), rng.choice("LP"))
     if not pieces:
         return None
     out = ""
@@ -367,7 +367,7 @@ def search_tokenizer(
     by_gen = {g: _Tally() for g in generators}
     shortest: dict[int, tuple] = {}  # overlap -> (len, overlap, text, c, generator)
     reasons: dict[str, int] = {}
-    gap_words = len(merge_gap_words(str(tok.path)))
+    gap_words = len(merge_gap_words(tok.checked_path()))
     for t in range(trials):
         o = overlaps[t % len(overlaps)]
         gname = generators[(t // len(overlaps)) % len(generators)]

@@ -33,6 +33,7 @@ from ..families.classes import NFC_UNSAFE
 from ..textcheck import check_text
 from . import jit as _jit
 from . import rules as _rules
+from .literal_probe import check_literals
 from .tables import EngineTables, EngineUnsupported
 
 CACHE_DIR = _jit.use_engine_cache()  # before any decorator below
@@ -363,6 +364,9 @@ class CpuEngine:
         self._pool: list[tuple[np.ndarray, np.ndarray]] = []
         self._pool_lock = threading.Lock()
         self._threads_seen = 0
+        # The file's added tokens must match as the engine matches them, or the tokenizer
+        # stays on the reference (issue #13): asked of the reference, not of the file.
+        self.literal_probes = check_literals(tok, lambda text: self.encode(text)[0])
 
     def _cache(self) -> tuple[np.ndarray, np.ndarray]:
         """This thread's (short, long) piece caches, kept across calls (``rules`` layout).
@@ -587,7 +591,17 @@ class CpuEngine:
 
 
 _ENGINES: dict[tuple[str, str], CpuEngine] = {}
+_REFUSALS: dict[tuple[str, str], str] = {}
 _ENGINES_LOCK = threading.Lock()
+
+
+def engine_refusal(tok) -> str | None:
+    """Why ``tok`` has no engine (the ``EngineUnsupported`` message), or None when it has one."""
+    if engine_for(tok) is not None:
+        return None
+    if os.environ.get("TOKTIER_ENGINE", "").lower() == "reference":
+        return "TOKTIER_ENGINE=reference"
+    return _REFUSALS.get((str(tok.path), tok.sha256))
 
 
 def engine_for(tok) -> CpuEngine | None:
@@ -601,9 +615,13 @@ def engine_for(tok) -> CpuEngine | None:
     with _ENGINES_LOCK:
         if key in _ENGINES:
             return _ENGINES[key]
+    if key in _REFUSALS:
+        return None
     try:
         eng = CpuEngine(tok)
-    except EngineUnsupported:
+    except EngineUnsupported as exc:
+        with _ENGINES_LOCK:
+            _REFUSALS[key] = str(exc)
         return None
     with _ENGINES_LOCK:
         return _ENGINES.setdefault(key, eng)

@@ -10,7 +10,6 @@ engine does not implement (``EngineUnsupported``) so they stay on the reference.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 
@@ -178,7 +177,7 @@ class EngineTables:
     def build(cls, tok) -> EngineTables:
         if tok.family not in ENGINE_FAMILIES:
             raise EngineUnsupported(f"family {tok.family!r} has no engine rules")
-        doc = json.loads(tok.path.read_text(encoding="utf-8"))
+        doc = tok.document()  # the bytes load() hashed, never the file again
         model = doc.get("model") or {}
         if model.get("type") != "BPE":
             raise EngineUnsupported("not a BPE model")

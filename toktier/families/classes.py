@@ -11,6 +11,8 @@ reference version.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from dataclasses import dataclass
 
@@ -56,7 +58,7 @@ class ClassTable:
     """Per-code-point class bits, bound to the tokenizer and reference that produced them."""
 
     bits: np.ndarray  # uint16[0x110000]
-    tokenizer_sha256: str
+    probe_key: str  # sha256 of what the probe reads: family, normalizer, pre-tokenizer
     reference_version: str
 
     @staticmethod
@@ -158,19 +160,29 @@ def probe_bert_classes(pre_tokenizer) -> tuple[np.ndarray, np.ndarray]:
     return ws, punct
 
 
-def load_or_probe(
-    tokenizer_sha256: str, hf_tokenizer, reference_version: str, family: str = ""
-) -> ClassTable:
-    """The class table for one tokenizer, from the disk cache or probed now (a few seconds)."""
+def probe_key(doc: dict, family: str) -> str:
+    """What a class table depends on: the family and the normalizer and pre-tokenizer.
+
+    Files that differ elsewhere (added tokens, vocabulary) share one probe.
+    """
+    parts = {"family": family, "normalizer": doc.get("normalizer"),
+             "pre_tokenizer": doc.get("pre_tokenizer")}  # fmt: skip
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def load_or_probe(key: str, hf_tokenizer, reference_version: str, family: str = "") -> ClassTable:
+    """The class table for one tokenizer, from the disk cache or probed now (a few seconds).
+
+    ``key`` is ``probe_key`` of the tokenizer's document.
+    """
     family_uses_nfc = family in ("qwen", "qwen-lm")
     cache = (
-        paths.probe_cache()
-        / f"classes-v{PROBE_VERSION}-{tokenizer_sha256}-tokenizers{reference_version}.npy"
+        paths.probe_cache() / f"classes-v{PROBE_VERSION}-{key}-tokenizers{reference_version}.npy"
     )
     if cache.is_file():
         bits = np.load(cache)
         if bits.shape == (N_CODEPOINTS,) and bits.dtype == np.uint16:
-            return ClassTable(bits, tokenizer_sha256, reference_version)
+            return ClassTable(bits, key, reference_version)
     bits = probe_regex_classes()
     if hf_tokenizer.normalizer is not None:
         bits[probe_normalizer_changes(hf_tokenizer.normalizer)] |= NORM_CHANGES
@@ -184,4 +196,4 @@ def load_or_probe(
     tmp = cache.with_name(cache.name + f".{os.getpid()}.tmp.npy")
     np.save(tmp, bits)
     os.replace(tmp, cache)
-    return ClassTable(bits, tokenizer_sha256, reference_version)
+    return ClassTable(bits, key, reference_version)
