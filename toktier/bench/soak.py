@@ -184,6 +184,8 @@ def plot(run: dict, path) -> None:
                        label="worker 0 killed")  # fmt: skip
         ax.set_xlabel("time (minutes)")
         ax.grid(True, alpha=0.3)
+    axes[0].set_ylim(bottom=0)  # from zero: a plateau should look like one
+    axes[1].set_ylim(bottom=0)
     axes[0].set_ylabel("resident set size (MiB)")
     axes[0].set_title("(a) worker RSS")
     axes[1].set_ylabel("session state (MiB)")
