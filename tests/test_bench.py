@@ -124,7 +124,11 @@ def test_frontend_cost_replays_the_mixture_exactly(trajectory_archive):
     calls = len(trajs[0].calls)
     assert len(rows) == 3 * calls
     tier = [r for r in rows if r["method"] == "tier over the engine"]
-    assert tier[0]["path"] != "repair" and all(r["path"] == "repair" for r in tier[1:])
+    # Later calls are served from the session's state: repaired, or (the deployed tier is
+    # delta-aware, a timing-calibrated choice) a large append encoded in full by the engine.
+    later = [r["path"] for r in tier[1:]]
+    assert tier[0]["path"] != "repair" and set(later) <= {"repair", "cpu"}
+    assert later.count("repair") >= len(later) // 2
     assert all(r["exact"] for r in rows if r["method"].startswith("tier"))
     table = {t["method"]: t for t in frontend_cost.summarize(rows)}
     assert table["tier over the engine"]["requests"] == calls
