@@ -31,7 +31,11 @@ def test_tier_pool_is_exact_and_survives_a_killed_worker(setup):
     _, work, tok = setup
     src = loadgen.MixtureSource(work, live=6, start="random", seed=3)
     reqs = src.warm() + [src.next() for _ in range(30)]
-    with WorkerPool("tier", "llama3", work, workers=2, keep_ids=True, verify_rate=1.0) as pool:
+    # delta_aware off: a large append may otherwise be encoded in full (a timing-based choice)
+    kw = {"tier_kw": {"delta_aware": False}}
+    with WorkerPool(
+        "tier", "llama3", work, workers=2, keep_ids=True, verify_rate=1.0, **kw
+    ) as pool:
         paths = {}
         for r in reqs:  # closed loop, so the kill below happens between requests
             pool.submit(r)
