@@ -47,7 +47,9 @@ utf8_decode = RULES.utf8_decode
 pretokenize_segment = RULES.pretokenize_segment
 literal_scan = RULES.literal_scan
 encode_range = RULES.encode_range
-bpe_uncached = RULES.bpe_uncached
+bpe_merge = RULES.bpe_merge
+pair_code = RULES.pair_code
+BpeTables = _rules.BpeTables
 piece_words = RULES.piece_words
 piece_hash = RULES.piece_hash
 
@@ -179,9 +181,19 @@ def _cut_before(t, n, cps, fl, class_of, stable, nfc, ls, le, nlit):
 
 
 @numba.njit(cache=True, nogil=True)
-def _encode_one(k, lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit,
-                byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off, ignore_merges,
-                nbytes, smap, cache, lcache, out_ids, out_s, out_e, counts):  # fmt: skip
+def _encode_chunk(c0, c1, n0, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit, bt, cache,
+                  lcache, ends, sym, rank, nxt, prv, heap, out_ids, out_s, out_e):  # fmt: skip
+    """Encode characters ``[c0, c1)`` into the output slots from ``n0``; returns the count."""
+    lit0 = np.searchsorted(ls[:nlit], c0)
+    n = encode_range(c0, c1, cps, fl, fold, family, u8, char_start, ls, le, lid, lit0, nlit, bt,
+                     ends, sym, rank, nxt, prv, heap, cache, lcache, out_ids, out_s, out_e,
+                     n0)  # fmt: skip
+    return n - n0
+
+
+@numba.njit(cache=True, nogil=True)
+def _encode_one(k, lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit, bt,
+                cache, lcache, out_ids, out_s, out_e, counts):  # fmt: skip
     """Encode range k into the output slots starting at ``base[k]``; store its count."""
     c0 = lo[k]
     c1 = hi[k]
@@ -192,36 +204,26 @@ def _encode_one(k, lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, 
     nxt = np.empty(nb + 1, dtype=np.int64)
     prv = np.empty(nb + 1, dtype=np.int64)
     heap = np.empty(3 * nb + 3, dtype=np.int64)
-    lit0 = np.searchsorted(ls[:nlit], c0)
-    n0 = base[k]
-    n = encode_range(c0, c1, cps, fl, fold, family, u8, char_start, ls, le, lid, lit0, nlit,
-                       byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off, ignore_merges,
-                       nbytes, smap, ends, sym, rank, nxt, prv, heap, cache, lcache, out_ids,
-                       out_s, out_e, n0)  # fmt: skip
-    counts[k] = n - n0
+    counts[k] = _encode_chunk(c0, c1, base[k], cps, fl, fold, family, u8, char_start, ls, le, lid,
+                              nlit, bt, cache, lcache, ends, sym, rank, nxt, prv, heap, out_ids,
+                              out_s, out_e)  # fmt: skip
 
 
 @numba.njit(cache=True, nogil=True)
 def _encode_ranges_serial(lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit,
-                          byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off,
-                          ignore_merges, nbytes, smap, caches, lcaches, out_ids, out_s, out_e,
-                          counts):  # fmt: skip
+                          bt, caches, lcaches, out_ids, out_s, out_e, counts):  # fmt: skip
     for k in range(lo.size):
-        _encode_one(k, lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit,
-                    byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off, ignore_merges,
-                    nbytes, smap, caches[0], lcaches[0], out_ids, out_s, out_e, counts)  # fmt: skip
+        _encode_one(k, lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit, bt,
+                    caches[0], lcaches[0], out_ids, out_s, out_e, counts)  # fmt: skip
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _encode_ranges_parallel(lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, lid,
-                            nlit, byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off,
-                            ignore_merges, nbytes, smap, caches, lcaches, out_ids, out_s, out_e,
-                            counts):  # fmt: skip
+                            nlit, bt, caches, lcaches, out_ids, out_s, out_e, counts):  # fmt: skip
     for k in numba.prange(lo.size):  # a thread's chunks run one after another on its caches
         c = numba.get_thread_id()
-        _encode_one(k, lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit,
-                    byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off, ignore_merges,
-                    nbytes, smap, caches[c], lcaches[c], out_ids, out_s, out_e, counts)  # fmt: skip
+        _encode_one(k, lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit, bt,
+                    caches[c], lcaches[c], out_ids, out_s, out_e, counts)  # fmt: skip
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -235,57 +237,92 @@ def _gather(base, counts, offs, out_ids, out_s, out_e, ids, starts, ends):
             ends[b + t] = out_e[a + t]
 
 
+class Workspace(NamedTuple):
+    """A thread's reusable buffers for texts of up to ``cps.size`` UTF-8 bytes.
+
+    Why: the single-thread path needs about a dozen text-sized arrays; allocating
+    them per call costs page faults, page clearing and unmapping on every call
+    (about 40% of a 1M-character encode on this machine).  Pages never touched
+    (most of ``sym``..``heap`` and the literal arrays) cost no memory.
+    """
+
+    cps: np.ndarray  # uint32[cap]
+    char_start: np.ndarray  # int64[cap + 1]
+    fl: np.ndarray  # uint16[cap]
+    ls: np.ndarray  # int64[cap]: literal starts, ends, ids
+    le: np.ndarray
+    lid: np.ndarray
+    ends: np.ndarray  # int64[cap + 1]: piece ends of one pre-tokenizer input
+    sym: np.ndarray  # int64[cap + 1]: BPE scratch (``rules.bpe_merge``)
+    rank: np.ndarray
+    nxt: np.ndarray
+    prv: np.ndarray
+    heap: np.ndarray  # int64[3 cap + 3]
+    out_ids: np.ndarray  # int64[cap]: tokens before the caller's copy
+    out_s: np.ndarray
+    out_e: np.ndarray
+
+
+def new_workspace(cap: int) -> Workspace:
+    e = np.empty
+    return Workspace(
+        e(cap, np.uint32), e(cap + 1, np.int64), e(cap, np.uint16), e(cap, np.int64),
+        e(cap, np.int64), e(cap, np.int64), e(cap + 1, np.int64), e(cap + 1, np.int64),
+        e(cap + 1, np.int64), e(cap + 1, np.int64), e(cap + 1, np.int64), e(3 * cap + 3, np.int64),
+        e(cap, np.int64), e(cap, np.int64), e(cap, np.int64),
+    )  # fmt: skip
+
+
+WORKSPACE_MAX_BYTES = 1 << 22  # texts up to 4 MiB reuse a thread's workspace (~25 B RSS per byte)
+
+
 @numba.njit(cache=True, nogil=True)
-def _encode_text(u8, bits, fold, family, nfc, f1, k1, c1, t1, f2, k2, c2, t2, has2, byte_ids,
-                 keys, ranks, merged, vkeys, vids, pool, pool_off, ignore_merges, nbytes, smap,
-                 cache, lcache):  # fmt: skip
+def _encode_text(u8, bits, fold, family, nfc, f1, k1, c1, t1, f2, k2, c2, t2, has2, bt, cache,
+                 lcache, wk):  # fmt: skip
     """The whole single-thread path in one compiled call (the repair-window fast path).
 
-    Returns (ids, starts, ends, ok); ``ok`` is False when an NFC tokenizer meets a
+    ``wk``: a ``Workspace`` of at least ``u8.size`` bytes.  Returns (ids, starts,
+    ends, ok), fresh arrays; ``ok`` is False when an NFC tokenizer meets a
     character that is not NFC-safe (the caller then takes the segmented path).
     """
-    nb = u8.size
-    cps = np.empty(nb, dtype=np.uint32)
-    char_start = np.empty(nb + 1, dtype=np.int64)
-    fl = np.empty(nb, dtype=np.uint16)
+    cps = wk.cps
+    char_start = wk.char_start
+    fl = wk.fl
     n = _prepare(u8, bits, cps, char_start, fl)
-    out_ids = np.empty(nb, dtype=np.int64)
-    out_s = np.empty(nb, dtype=np.int64)
-    out_e = np.empty(nb, dtype=np.int64)
     if nfc and _has_bit(fl, n, NFC_UNSAFE):
-        return out_ids[:0].astype(np.uint32), out_s[:0], out_e[:0], False
-    ls = np.empty(n, dtype=np.int64)
-    le = np.empty(n, dtype=np.int64)
-    lid = np.empty(n, dtype=np.int64)
-    nlit = _find_literals(cps, n, f1, k1, c1, t1, f2, k2, c2, t2, has2, ls, le, lid)
-    lo = np.zeros(1, dtype=np.int64)
-    hi = np.full(1, n, dtype=np.int64)
-    counts = np.zeros(1, dtype=np.int64)
-    _encode_one(0, lo, hi, lo, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit,
-                byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off, ignore_merges,
-                nbytes, smap, cache, lcache, out_ids, out_s, out_e, counts)  # fmt: skip
-    m = counts[0]
-    return out_ids[:m].astype(np.uint32), out_s[:m].copy(), out_e[:m].copy(), True
+        return np.empty(0, dtype=np.uint32), wk.out_s[:0].copy(), wk.out_e[:0].copy(), False
+    nlit = _find_literals(cps, n, f1, k1, c1, t1, f2, k2, c2, t2, has2, wk.ls, wk.le, wk.lid)
+    m = _encode_chunk(0, n, 0, cps, fl, fold, family, u8, char_start, wk.ls, wk.le, wk.lid, nlit,
+                      bt, cache, lcache, wk.ends, wk.sym, wk.rank, wk.nxt, wk.prv, wk.heap,
+                      wk.out_ids, wk.out_s, wk.out_e)  # fmt: skip
+    return wk.out_ids[:m].astype(np.uint32), wk.out_s[:m].copy(), wk.out_e[:m].copy(), True
 
 
-def build_short_map(
-    byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off, ignore_merges, nbytes
-) -> np.ndarray:
+def build_short_map(bt: BpeTables) -> np.ndarray:
     """The read-only short-piece map: every vocabulary entry of 2..16 bytes whose own
-    encoding (``bpe_uncached``, this engine's merges) is that single token.
+    encoding (``bpe_merge``, this engine's merges) is that single token.
 
     A memo of the merge function on those inputs, keyed by the exact bytes, so a
     lookup returns exactly what the merges would; most pieces of real text are such
     entries, and one probe replaces the merges and the piece cache.
     """
-    ids = np.flatnonzero((nbytes >= 2) & (nbytes <= _rules.CACHE_MAX_BYTES))
+    ids = np.flatnonzero((bt.nbytes >= 2) & (bt.nbytes <= _rules.CACHE_MAX_BYTES))
     cap = 16
     while cap < 2 * len(ids) + 1:
         cap <<= 1
     smap = _aligned_zeros((cap, _rules.SHORT_COLS))
-    _fill_short_map(ids, byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off,
-                    ignore_merges, smap)  # fmt: skip
+    _fill_short_map(ids, bt, smap)
     return smap
+
+
+@numba.njit(cache=True, nogil=True)
+def _byte_pairs(byte_ids, merges):
+    """``rules.pair_code`` of every pair of single-byte tokens, at index ``a << 8 | b``."""
+    out = np.empty(65536, dtype=np.int64)
+    for a in range(256):
+        for b in range(256):
+            out[(a << 8) | b] = pair_code(merges, byte_ids[a], byte_ids[b])
+    return out
 
 
 def _aligned_zeros(shape, align: int = 64) -> np.ndarray:
@@ -297,8 +334,7 @@ def _aligned_zeros(shape, align: int = 64) -> np.ndarray:
 
 
 @numba.njit(cache=True, nogil=True)
-def _fill_short_map(ids, byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off,
-                    ignore_merges, smap):  # fmt: skip
+def _fill_short_map(ids, bt, smap):
     sym = np.empty(_rules.CACHE_MAX_BYTES + 1, dtype=np.int64)
     rank = np.empty(_rules.CACHE_MAX_BYTES + 1, dtype=np.int64)
     nxt = np.empty(_rules.CACHE_MAX_BYTES + 1, dtype=np.int64)
@@ -306,11 +342,11 @@ def _fill_short_map(ids, byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_
     heap = np.empty(3 * _rules.CACHE_MAX_BYTES + 3, dtype=np.int64)
     out = np.empty(_rules.CACHE_MAX_BYTES + 1, dtype=np.int64)
     mask = smap.shape[0] - 1
+    pool = bt.pool
     for t in ids:
-        a = pool_off[t]
-        b = pool_off[t + 1]
-        m = bpe_uncached(pool, a, b, byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off,
-                         ignore_merges, sym, rank, nxt, prv, heap, out, 0)  # fmt: skip
+        a = bt.pool_off[t]
+        b = bt.pool_off[t + 1]
+        m = bpe_merge(pool, a, b, bt, sym, rank, nxt, prv, heap, out, 0)
         if m != 1 or out[0] != t:
             continue  # its own bytes do not encode to it alone: leave it to the merges
         lw, w0, w1 = piece_words(pool, a, b)
@@ -340,8 +376,10 @@ class CpuEngine:
 
     name = "numba-cpu"
 
-    def __init__(self, tok, *, threads: int | None = None):
+    def __init__(self, tok, *, threads: int | None = None,
+                 workspace_bytes: int = WORKSPACE_MAX_BYTES):  # fmt: skip
         self.tokenizer = tok
+        self.workspace_bytes = workspace_bytes
         self.tables = EngineTables.build(tok)
         self._class_of = stability.class_map(tok.family, tok.class_table, tok.hf.normalizer)
         self._stable = np.ascontiguousarray(stability.cut_matrix(tok.family))
@@ -353,12 +391,11 @@ class CpuEngine:
             t.normalized_literals.child, t.normalized_literals.term,
             t.normalized_literals.size > 0,
         )  # fmt: skip
-        self._bpe_args = (
-            t.byte_ids, t.pair_keys, t.pair_ranks, t.pair_merged, t.vocab_keys, t.vocab_ids,
-            t.pool, t.pool_off, t.ignore_merges, t.token_nbytes,
-        )  # fmt: skip
-        self.short_map = build_short_map(*self._bpe_args)
-        self._bpe_args = (*self._bpe_args, self.short_map)
+        bt = BpeTables(t.byte_ids, t.merge_table, _byte_pairs(t.byte_ids, t.merge_table),
+                       t.vocab_keys, t.vocab_ids, t.pool, t.pool_off, t.ignore_merges,
+                       t.token_nbytes, np.zeros((1, _rules.SHORT_COLS), np.int64))  # fmt: skip
+        self.short_map = build_short_map(bt)  # built by the merges themselves (empty map above)
+        self.bpe = bt._replace(smap=self.short_map)
         self.compile_seconds: float | None = None
         self._local = threading.local()
         self._pool: list[tuple[np.ndarray, np.ndarray]] = []
@@ -367,6 +404,16 @@ class CpuEngine:
         # The file's added tokens must match as the engine matches them, or the tokenizer
         # stays on the reference (issue #13): asked of the reference, not of the file.
         self.literal_probes = check_literals(tok, lambda text: self.encode(text)[0])
+
+    def _workspace(self, nb: int) -> Workspace:
+        """This thread's workspace when ``nb`` bytes fit the budget, else a one-call one."""
+        if nb > self.workspace_bytes:
+            return new_workspace(nb)
+        wk = getattr(self._local, "workspace", None)
+        if wk is None or wk.cps.size < nb:
+            cap = min(self.workspace_bytes, max(nb, 2 * (0 if wk is None else wk.cps.size), 1 << 12))
+            wk = self._local.workspace = new_workspace(cap)
+        return wk
 
     def _cache(self) -> tuple[np.ndarray, np.ndarray]:
         """This thread's (short, long) piece caches, kept across calls (``rules`` layout).
@@ -402,7 +449,11 @@ class CpuEngine:
 
     @property
     def cache_bytes(self) -> int:
-        """Bytes held by piece caches now (per-thread and pooled), plus the short-piece map."""
+        """Bytes held by piece caches now (per-thread and pooled), plus the short-piece map.
+
+        Budget: CACHE_SLOTS x 64 B + LONG_SLOTS x 320 B (6.6 MB) per thread that has
+        encoded, the same per numba thread for the parallel path, and the map.
+        """
         pooled = sum(a.nbytes + b.nbytes for a, b in self._pool)
         per_thread = CACHE_SLOTS * CACHE_COLS * 8 + LONG_SLOTS * LONG_COLS * 8
         return self.short_map.nbytes + pooled + per_thread * self._threads_seen
@@ -441,17 +492,16 @@ class CpuEngine:
         p = self.prepare(np.frombuffer(text.encode("utf-8"), dtype=np.uint8))
         return _all_cuts(*p.cut_args)
 
-    def prepare(self, u8: np.ndarray) -> _Prepared:
-        """Decode, gather classes and extract added-token literals (host side of every path)."""
+    def prepare(self, u8: np.ndarray, wk: Workspace | None = None) -> _Prepared:
+        """Decode, gather classes and extract added-token literals (host side of every path).
+
+        With ``wk`` the arrays are the workspace's (valid until this thread's next call).
+        """
         t = self.tables
-        nb = u8.size
-        cps = np.empty(nb, dtype=np.uint32)
-        char_start = np.empty(nb + 1, dtype=np.int64)
-        fl = np.empty(nb, dtype=np.uint16)
+        if wk is None:
+            wk = new_workspace(u8.size)
+        cps, char_start, fl, ls, le, lid = wk.cps, wk.char_start, wk.fl, wk.ls, wk.le, wk.lid
         n = _prepare(u8, t.bits, cps, char_start, fl)
-        ls = np.empty(n, dtype=np.int64)
-        le = np.empty(n, dtype=np.int64)
-        lid = np.empty(n, dtype=np.int64)
         nlit = _find_literals(cps, n, *self._trie_args, ls, le, lid)
         cut_args = (n, cps, fl, self._class_of, self._stable, t.nfc, ls, le, nlit)
         return _Prepared(n, cps, char_start, fl, ls, le, lid, nlit, cut_args)
@@ -469,8 +519,9 @@ class CpuEngine:
             t.family_code,
             t.nfc,
             *self._trie_args,
-            *self._bpe_args,
+            self.bpe,
             *self._cache(),
+            self._workspace(u8.size),
         )
         if ok:
             return ids, starts, ends
@@ -494,7 +545,8 @@ class CpuEngine:
     def _encode_segmented(self, text: str, u8: np.ndarray, threads: int):
         t = self.tables
         nb = u8.size
-        n, cps, char_start, fl, ls, le, lid, nlit, cut_args = self.prepare(u8)
+        wk = self._workspace(nb)
+        n, cps, char_start, fl, ls, le, lid, nlit, cut_args = self.prepare(u8, wk)
 
         # Stretches the reference must encode (NFC families): around each character that
         # fails the quick check, between certified cuts, coalescing neighbours closer than
@@ -526,19 +578,17 @@ class CpuEngine:
         hi = np.array([y for _, y in eng], dtype=np.int64)
         base = char_start[lo] if len(lo) else lo
         counts = np.zeros(len(eng), dtype=np.int64)
-        out_ids = np.empty(max(nb, 1), dtype=np.int64)
-        out_s = np.empty(max(nb, 1), dtype=np.int64)
-        out_e = np.empty(max(nb, 1), dtype=np.int64)
+        out_ids, out_s, out_e = wk.out_ids, wk.out_s, wk.out_e
         kernel = _encode_ranges_parallel if threads > 1 and len(eng) > 1 else _encode_ranges_serial
         if len(eng) and kernel is _encode_ranges_parallel:
             numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
             with self._thread_caches() as (caches, lcaches):
                 kernel(lo, hi, base, cps, fl, t.fold, t.family_code, u8, char_start, ls, le, lid,
-                       nlit, *self._bpe_args, caches, lcaches, out_ids, out_s, out_e, counts)  # fmt: skip
+                       nlit, self.bpe, caches, lcaches, out_ids, out_s, out_e, counts)  # fmt: skip
         elif len(eng):
             cache, lcache = self._cache()
             kernel(lo, hi, base, cps, fl, t.fold, t.family_code, u8, char_start, ls, le, lid,
-                   nlit, *self._bpe_args, cache[None], lcache[None], out_ids, out_s, out_e,
+                   nlit, self.bpe, cache[None], lcache[None], out_ids, out_s, out_e,
                    counts)  # fmt: skip
         if not ref:
             offs = np.zeros(len(eng), dtype=np.int64)

@@ -20,6 +20,7 @@ from . import rules as _rules
 DEVICE = _rules.make(cuda.jit(device=True))
 encode_range = DEVICE.encode_range
 pretokenize_segment = DEVICE.pretokenize_segment
+BpeTables = _rules.BpeTables
 GPU_CACHE_SLOTS = 64  # per-thread piece cache rows (small: device memory per thread)
 GPU_LONG_SLOTS = 8
 
@@ -34,18 +35,20 @@ def k_split(cps, fl, fold, family, lo, hi, ends, counts):
 
 @cuda.jit
 def k_encode_ranges(lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit,
-                    byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off, ignore_merges,
-                    nbytes, smap, ends, sym, rank, nxt, prv, heap, cache, lcache, out_ids, out_s,
-                    out_e, counts):  # fmt: skip
+                    byte_ids, merges, byte_pairs, vkeys, vids, pool, pool_off, ignore_merges,
+                    nbytes, smap,
+                    ends, sym, rank, nxt, prv, heap, cache, lcache, out_ids, out_s, out_e,
+                    counts):  # fmt: skip
     """Thread k encodes range k into the output slots from ``base[k]``."""
+    bt = BpeTables(byte_ids, merges, byte_pairs, vkeys, vids, pool, pool_off, ignore_merges,
+                   nbytes, smap)  # fmt: skip
     k = cuda.grid(1)
     if k < lo.size:
         lit0 = 0
         while lit0 < nlit and ls[lit0] < lo[k]:
             lit0 += 1
         n = encode_range(lo[k], hi[k], cps, fl, fold, family, u8, char_start, ls, le, lid, lit0,
-                         nlit, byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off,
-                         ignore_merges, nbytes, smap, ends[k], sym[k], rank[k], nxt[k], prv[k],
+                         nlit, bt, ends[k], sym[k], rank[k], nxt[k], prv[k],
                          heap[k], cache[k], lcache[k], out_ids, out_s, out_e, base[k])  # fmt: skip
         counts[k] = n - base[k]
 
@@ -96,7 +99,7 @@ def encode_ranges(engine, text: str, ranges: int = 4, threads_per_block: int = 3
     blocks = (k + threads_per_block - 1) // threads_per_block
     k_encode_ranges[blocks, threads_per_block](
         lo, hi, base, cps[:n], fl[:n], t.fold, t.family_code, u8, char_start, ls[:nlit],
-        le[:nlit], lid[:nlit], nlit, t.byte_ids, t.pair_keys, t.pair_ranks, t.pair_merged,
+        le[:nlit], lid[:nlit], nlit, t.byte_ids, t.merge_table, engine.bpe.byte_pairs,
         t.vocab_keys, t.vocab_ids, t.pool, t.pool_off, t.ignore_merges, t.token_nbytes,
         engine.short_map, ends,
         *work, heap, cache, lcache, out_ids, out_s, out_e, counts,

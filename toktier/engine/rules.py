@@ -27,6 +27,10 @@ O(L^2) rank-array loop for short pieces and an O(L log L) heap for long ones.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
+
 # Class bits (must equal families.classes.CLASS_BITS).
 B_L = 1
 B_N = 2
@@ -48,26 +52,42 @@ F_O200K = 3
 F_DEEPSEEK = 4
 
 EMPTY_KEY = -1
-CACHE_SLOTS = 16384  # direct-mapped piece cache on the CPU (rows; any power of two works)
+CACHE_SLOTS = 65536  # short-piece cache rows on the CPU, in 2-way sets (any power of two >= 2)
 CACHE_MAX_BYTES = 16  # pieces up to this long are cached (two packed words)
 # Keys are a piece's exact bytes packed 7 to a word, so every word (and every hash, kept to
 # 63 bits) is the same non-negative int64 on the CPU and under the CUDA simulator's Python
 # ints.  A short piece (<= 16 bytes) is (lw, w0, w1): lw = length | bytes 14..15 << 8.
-CACHE_TOKENS = 4  # a short-cache row holds pieces of up to this many tokens
-CACHE_COLS = 8  # one 64-byte row: header, w0, w1, ids[CACHE_TOKENS], check
-# header = lw | token count << 24 | byte length of token k << (32 + 5k)
+CACHE_TOKENS = 7  # a short-cache row holds pieces of up to this many tokens
+CACHE_COLS = 8  # one 64-byte row: header, w0, w1, ids packed two per word (4 words), check
+# header = lw | token count << 24 | (byte length of token k) - 1 << (28 + 4k); ids < 2**31
 LONG_MAX_BYTES = 128  # pieces of 17..128 bytes go to the long-piece cache
 LONG_TOKENS = 16
 LONG_WORDS = 19  # ceil(128 / 7)
 LONG_LEN_WORDS = 3  # token byte lengths, 7 per word
 LONG_COLS = 40  # header, bytes[LONG_WORDS], token lengths[LONG_LEN_WORDS], ids[16], check
-LONG_SLOTS = 2048  # long-piece cache rows on the CPU (any power of two works)
+LONG_SLOTS = 8192  # long-piece cache rows on the CPU (any power of two works)
 # Every cache row ends in a check word over the rest: a row whose check does not match
 # (never written, torn, or corrupted) is a miss, so no row can change the output.
 SHORT_COLS = 4  # short-piece map row: lw (0: empty), w0, w1, token id
 M63 = (1 << 63) - 1
 SMALL_PIECE = 24  # bytes: at or below, the rank-array loop beats the heap
 NO_RANK = (1 << 31) - 1
+NO_PAIR = NO_RANK << 32  # ``pair_code`` of a pair with no merge (orders after every real code)
+
+
+class BpeTables(NamedTuple):
+    """Everything byte-level BPE reads, passed as one argument (``cpu.CpuEngine.bpe``)."""
+
+    byte_ids: np.ndarray  # int64[256]: the token of each single byte
+    merges: np.ndarray  # int64[cap, 2]: key, rank << 32 | merged id (tables.build_merge_table)
+    byte_pairs: np.ndarray  # int64[65536]: pair_code of the tokens of bytes (a, b) at a << 8 | b
+    vkeys: np.ndarray  # vocabulary hash table (ignore_merges): hashes
+    vids: np.ndarray  # ... and ids, -1 empty
+    pool: np.ndarray  # uint8: every token's bytes
+    pool_off: np.ndarray  # int64[n_ids + 1]
+    ignore_merges: bool
+    nbytes: np.ndarray  # int64: byte length of each token
+    smap: np.ndarray  # the read-only short-piece map (cpu.build_short_map)
 
 
 def make(jit):
@@ -414,6 +434,50 @@ def make(jit):
         return n
 
     @jit
+    def pair_code(mt, left, right):
+        """``rank << 32 | merged id`` of the pair (left, right), or NO_PAIR.
+
+        One probe sequence in the interleaved merge table (``tables.build_merge_table``):
+        key and value share a cache line, so a lookup is one memory access.  Ordering
+        codes orders ranks (a rank names one pair).
+        """
+        key = (int(left) << 32) | int(right)  # int(): no narrow-dtype overflow (simulator)
+        mask = mt.shape[0] - 1
+        h = ((key * 0x9E3779B1) >> 20) & mask  # tables._pair_slot_hash hashes the same way
+        while True:
+            k = mt[h, 0]
+            if k == key:
+                return mt[h, 1]
+            if k == EMPTY_KEY:
+                return NO_PAIR
+            h = (h + 1) & mask
+
+    @jit
+    def merge_small(sym, rank, n, mt):
+        """Merge ``sym[:n]`` in place, ``rank[:n - 1]`` holding the pairs' codes (linear min
+        search); returns the new length.  Lowest rank first, leftmost among equals (the
+        strict ``<``)."""
+        while n > 1:
+            best = 0
+            for k in range(1, n - 1):
+                if rank[k] < rank[best]:
+                    best = k
+            if rank[best] >= NO_PAIR:
+                break
+            sym[best] = rank[best] & 0xFFFFFFFF
+            for k in range(best + 1, n - 1):
+                sym[k] = sym[k + 1]
+                rank[k] = rank[k + 1]
+            n -= 1
+            if best + 1 < n:
+                rank[best] = pair_code(mt, sym[best], sym[best + 1])
+            else:
+                rank[best] = NO_PAIR
+            if best > 0:
+                rank[best - 1] = pair_code(mt, sym[best - 1], sym[best])
+        return n
+
+    @jit
     def heap_push(heap, size, key):
         k = size
         heap[k] = key
@@ -496,6 +560,78 @@ def make(jit):
         return m
 
     @jit
+    def merge_large(sym, rank, nxt, prv, heap, n, mt):
+        """O(L log L) merges: a linked list of symbols and a heap of (rank, position) keys
+        (``rank[:n - 1]`` holds the initial pairs' codes).
+
+        Entries go stale when a neighbour merges; a popped entry is used only if
+        its position is still alive and its pair still has the recorded rank (a
+        rank names one pair).  Returns the new length after compacting ``sym``.
+        """
+        size = 0
+        for k in range(n):
+            nxt[k] = k + 1 if k + 1 < n else -1
+            prv[k] = k - 1
+        for k in range(n - 1):
+            c = rank[k]
+            if c < NO_PAIR:
+                size = heap_push(heap, size, (c >> 32 << 32) | k)
+        while size > 0:
+            top = heap[0]
+            size = heap_pop(heap, size)
+            r = top >> 32
+            k = top & 0xFFFFFFFF
+            if sym[k] < 0 or nxt[k] < 0:
+                continue
+            j = nxt[k]
+            c = pair_code(mt, sym[k], sym[j])
+            if (c >> 32) != r:
+                continue  # stale: a neighbour merged since this entry was pushed
+            sym[k] = c & 0xFFFFFFFF
+            sym[j] = -1
+            nj = nxt[j]
+            nxt[k] = nj
+            if nj >= 0:
+                prv[nj] = k
+                c2 = pair_code(mt, sym[k], sym[nj])
+                if c2 < NO_PAIR:
+                    size = heap_push(heap, size, (c2 >> 32 << 32) | k)
+            p = prv[k]
+            if p >= 0:
+                c2 = pair_code(mt, sym[p], sym[k])
+                if c2 < NO_PAIR:
+                    size = heap_push(heap, size, (c2 >> 32 << 32) | p)
+        m = 0
+        for k in range(n):
+            if sym[k] >= 0:
+                sym[m] = sym[k]
+                m += 1
+        return m
+
+    @jit
+    def bpe_merge(u8, b0, b1, bt, sym, rank, nxt, prv, heap, out, n_out):
+        """The merges of the bytes ``u8[b0:b1]`` (no cache): ids appended to ``out``."""
+        length = b1 - b0
+        if bt.ignore_merges:
+            t = vocab_lookup(u8, b0, b1, bt.vkeys, bt.vids, bt.pool, bt.pool_off)
+            if t >= 0:
+                out[n_out] = t
+                return n_out + 1
+        # The first pairs are all pairs of single-byte tokens: read from the small direct
+        # table (256 x 256, cache-resident) instead of the merge hash table.
+        for k in range(length):
+            sym[k] = bt.byte_ids[u8[b0 + k]]
+        for k in range(length - 1):
+            rank[k] = bt.byte_pairs[(int(u8[b0 + k]) << 8) | int(u8[b0 + k + 1])]
+        if length <= SMALL_PIECE:
+            m = merge_small(sym, rank, length, bt.merges)
+        else:
+            m = merge_large(sym, rank, nxt, prv, heap, length, bt.merges)
+        for k in range(m):
+            out[n_out + k] = sym[k]
+        return n_out + m
+
+    @jit
     def mix(h, x):
         """One step of the 63-bit hash every key and check word uses."""
         h = ((h ^ x) * 0x100000001B3) & M63
@@ -548,24 +684,46 @@ def make(jit):
         return h
 
     @jit
-    def cache_store(cache, slot, lw, w0, w1, out, n0, m, nbytes):
-        """Remember a short piece's tokens (at most CACHE_TOKENS) in its direct-mapped row."""
+    def cache_store(cache, h, lw, w0, w1, out, n0, m, nbytes):
+        """Remember a short piece's tokens (at most CACHE_TOKENS) in its 2-way set.
+
+        The new row goes to way 0 and the row there moves to way 1 (most recent
+        first); each row carries its own check word, so a half-copied row is a miss.
+        """
         count = m - n0
         if count > CACHE_TOKENS:
             return
-        row = cache[slot]
+        a = (h << 1) & (cache.shape[0] - 1)
+        row = cache[a]
+        old = cache[a + 1]
+        if row[0] != 0:
+            for k in range(CACHE_COLS):
+                old[k] = row[k]
         hdr = lw | (count << 24)
-        for k in range(CACHE_TOKENS):
-            if k < count:
-                t = out[n0 + k]
-                hdr = hdr | (int(nbytes[t]) << (32 + 5 * k))
-                row[3 + k] = t
-            else:
-                row[3 + k] = 0
+        for k in range(4):
+            row[3 + k] = 0
+        for k in range(count):
+            t = out[n0 + k]
+            hdr = hdr | ((int(nbytes[t]) - 1) << (28 + 4 * k))
+            row[3 + (k >> 1)] = row[3 + (k >> 1)] | (int(t) << (32 * (k & 1)))
         row[0] = hdr
         row[1] = w0
         row[2] = w1
         row[CACHE_COLS - 1] = row_check(row, CACHE_COLS)
+
+    @jit
+    def cache_find(cache, h, lw, w0, w1):
+        """Row of the short-piece cache holding exactly this piece (check word valid), or -1."""
+        a = (h << 1) & (cache.shape[0] - 1)
+        for r in range(a, a + 2):
+            if (
+                (cache[r, 0] & 0xFFFFFF) == lw
+                and cache[r, 1] == w0
+                and cache[r, 2] == w1
+                and cache[r, CACHE_COLS - 1] == row_check(cache[r], CACHE_COLS)
+            ):
+                return r
+        return -1
 
     @jit
     def long_words(u8, b0, b1, words):
@@ -622,9 +780,7 @@ def make(jit):
         row[LONG_COLS - 1] = row_check(row, LONG_COLS)
 
     @jit
-    def bpe_piece(u8, b0, b1, byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off,
-                  ignore_merges, nbytes, sym, rank, nxt, prv, heap, cache, lcache, out,
-                  n_out):  # fmt: skip
+    def bpe_piece(u8, b0, b1, bt, sym, rank, nxt, prv, heap, cache, lcache, out, n_out):
         """Encode the bytes ``u8[b0:b1]`` of one piece; append ids to ``out``; returns n_out.
 
         A piece's result is remembered in the short or long piece cache, keyed by its
@@ -633,22 +789,22 @@ def make(jit):
         """
         length = b1 - b0
         if length == 1:
-            out[n_out] = byte_ids[u8[b0]]
+            out[n_out] = bt.byte_ids[u8[b0]]
             return n_out + 1
-        m = bpe_uncached(u8, b0, b1, byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off,
-                         ignore_merges, sym, rank, nxt, prv, heap, out, n_out)  # fmt: skip
+        m = bpe_merge(u8, b0, b1, bt, sym, rank, nxt, prv, heap, out, n_out)
         if length <= CACHE_MAX_BYTES:
             lw, w0, w1 = piece_words(u8, b0, b1)
-            slot = piece_hash(lw, w0, w1) & (cache.shape[0] - 1)
-            cache_store(cache, slot, lw, w0, w1, out, n_out, m, nbytes)
+            cache_store(cache, piece_hash(lw, w0, w1), lw, w0, w1, out, n_out, m, bt.nbytes)
         elif length <= LONG_MAX_BYTES:
             h = long_words(u8, b0, b1, sym)  # sym is free again: the merges are done
-            long_store(lcache, length, sym, h, out, n_out, m, nbytes)
+            long_store(lcache, length, sym, h, out, n_out, m, bt.nbytes)
         return m
 
     @jit
     def bpe_uncached(u8, b0, b1, byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off,
                      ignore_merges, sym, rank, nxt, prv, heap, out, n_out):  # fmt: skip
+        """``bpe_merge`` over separate pair columns: the GPU kernels' entry until they read
+        ``BpeTables`` (the CPU uses ``bpe_merge``)."""
         length = b1 - b0
         if ignore_merges:
             t = vocab_lookup(u8, b0, b1, vkeys, vids, pool, pool_off)
@@ -707,22 +863,20 @@ def make(jit):
 
     # --- one range of text: literals, pieces, BPE, spans -------------------------------------
     @jit
-    def emit_piece(u8, char_start, ps, pe, byte_ids, keys, ranks, merged, vkeys, vids, pool,
-                   pool_off, ignore_merges, nbytes, sym, rank, nxt, prv, heap, cache, lcache,
-                   out_ids, out_s, out_e, n):  # fmt: skip
+    def emit_piece(u8, char_start, ps, pe, bt, sym, rank, nxt, prv, heap, cache, lcache, out_ids,
+                   out_s, out_e, n):  # fmt: skip
         """BPE one piece (characters ``[ps, pe)``) and record each token's character span.
 
         A token's span runs from the character holding its first byte to the one
         holding its last byte (a token may cut a character: both halves get it).
         """
         b = char_start[ps]
-        m = bpe_piece(u8, b, char_start[pe], byte_ids, keys, ranks, merged, vkeys, vids, pool,
-                      pool_off, ignore_merges, nbytes, sym, rank, nxt, prv, heap, cache, lcache,
-                      out_ids, n)  # fmt: skip
+        m = bpe_piece(u8, b, char_start[pe], bt, sym, rank, nxt, prv, heap, cache, lcache,
+                      out_ids, n)
         ci = ps
         cj = ps
         for t in range(n, m):
-            last = b + nbytes[out_ids[t]] - 1
+            last = b + bt.nbytes[out_ids[t]] - 1
             while char_start[ci + 1] <= b:
                 ci += 1
             while char_start[cj + 1] <= last:
@@ -733,19 +887,17 @@ def make(jit):
         return m
 
     @jit
-    def encode_range(c0, c1, cps, fl, fold, family, u8, char_start, ls, le, lid, lit0, nlit,
-                     byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off, ignore_merges,
-                     nbytes, smap, ends, sym, rank, nxt, prv, heap, cache, lcache, out_ids, out_s,
-                     out_e, n):  # fmt: skip
+    def encode_range(c0, c1, cps, fl, fold, family, u8, char_start, ls, le, lid, lit0, nlit, bt,
+                     ends, sym, rank, nxt, prv, heap, cache, lcache, out_ids, out_s, out_e,
+                     n):  # fmt: skip
         """Tokens of characters ``[c0, c1)``: literals ``lit0..`` inside it, pieces between them.
 
         ``[c0, c1)`` must start and end at certified cuts (or the text's ends).
         Workspaces: ``ends`` >= c1 - c0 entries, ``sym``/``rank``/``nxt``/``prv`` >=
         the range's bytes, ``heap`` >= 3x that, ``cache`` int64[CACHE_SLOTS, CACHE_COLS]
         (zeroed or carried over from earlier calls of the same tokenizer), ``lcache``
-        int64[LONG_SLOTS, LONG_COLS] likewise; ``smap`` the
-        tokenizer's read-only short-piece map (``cpu.build_short_map``).  Returns the
-        new token count.
+        int64[LONG_SLOTS, LONG_COLS] likewise; ``bt`` the tokenizer's ``BpeTables``.
+        Returns the new token count.
         """
         k = lit0
         pos = c0
@@ -765,7 +917,7 @@ def make(jit):
                     # short vocabulary pieces and piece-cache hits; the rest goes through
                     # emit_piece (BPE, then remembered in the cache).
                     if length == 1:
-                        out_ids[n] = byte_ids[u8[b0]]
+                        out_ids[n] = bt.byte_ids[u8[b0]]
                         out_s[n] = ps
                         out_e[n] = pe
                         n += 1
@@ -773,7 +925,7 @@ def make(jit):
                     elif length <= CACHE_MAX_BYTES:
                         lw, w0, w1 = piece_words(u8, b0, b0 + length)
                         h = piece_hash(lw, w0, w1)
-                        t = short_lookup(smap, lw, w0, w1, h)
+                        t = short_lookup(bt.smap, lw, w0, w1, h)
                         if t >= 0:  # one token: it spans the whole piece
                             out_ids[n] = t
                             out_s[n] = ps
@@ -781,26 +933,21 @@ def make(jit):
                             n += 1
                             hit = True
                         else:
-                            slot = h & (cache.shape[0] - 1)
-                            hdr = cache[slot, 0]
-                            if (
-                                (hdr & 0xFFFFFF) == lw
-                                and cache[slot, 1] == w0
-                                and cache[slot, 2] == w1
-                                and cache[slot, CACHE_COLS - 1]
-                                == row_check(cache[slot], CACHE_COLS)
-                            ):
-                                count = (hdr >> 24) & 0xFF
+                            r = cache_find(cache, h, lw, w0, w1)
+                            if r >= 0:
+                                hdr = cache[r, 0]
+                                count = (hdr >> 24) & 0xF
                                 b = b0
                                 ci = ps
                                 cj = ps
                                 for k2 in range(count):
-                                    last = b + ((hdr >> (32 + 5 * k2)) & 31) - 1
+                                    last = b + ((hdr >> (28 + 4 * k2)) & 0xF)
                                     while char_start[ci + 1] <= b:
                                         ci += 1
                                     while char_start[cj + 1] <= last:
                                         cj += 1
-                                    out_ids[n] = cache[slot, 3 + k2]
+                                    w = cache[r, 3 + (k2 >> 1)]
+                                    out_ids[n] = (w >> (32 * (k2 & 1))) & 0xFFFFFFFF
                                     out_s[n] = ci
                                     out_e[n] = cj + 1
                                     n += 1
@@ -829,10 +976,8 @@ def make(jit):
                                 b = last + 1
                             hit = True
                     if not hit:
-                        n = emit_piece(u8, char_start, ps, pe, byte_ids, keys, ranks, merged,
-                                       vkeys, vids, pool, pool_off, ignore_merges, nbytes, sym,
-                                       rank, nxt, prv, heap, cache, lcache, out_ids, out_s,
-                                       out_e, n)  # fmt: skip
+                        n = emit_piece(u8, char_start, ps, pe, bt, sym, rank, nxt, prv, heap,
+                                       cache, lcache, out_ids, out_s, out_e, n)
                     ps = pe
             if seg_end < c1:
                 out_ids[n] = lid[k]

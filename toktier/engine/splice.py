@@ -34,6 +34,7 @@ import numpy as np
 from ..families.classes import NFC_UNSAFE
 from . import cpu
 from .cpu import _find_literals, _prepare, encode_range
+from .rules import BpeTables
 
 literal_at = cpu.RULES.literal_at
 
@@ -82,17 +83,7 @@ class EngineArgs(NamedTuple):
     c2: np.ndarray
     t2: np.ndarray
     has2: bool
-    byte_ids: np.ndarray
-    keys: np.ndarray
-    ranks: np.ndarray
-    merged: np.ndarray
-    vkeys: np.ndarray
-    vids: np.ndarray
-    pool: np.ndarray
-    pool_off: np.ndarray
-    ignore_merges: bool
-    nbytes: np.ndarray
-    smap: np.ndarray  # the short-piece map (``cpu.build_short_map``)
+    bpe: BpeTables  # merges, vocabulary, short-piece map (``rules.BpeTables``)
 
 
 class RepairArgs(NamedTuple):
@@ -428,9 +419,7 @@ def plan_engine(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n
     nlit = _find_literals(cps, nw, ea.f1, ea.k1, ea.c1, ea.t1, ea.f2, ea.k2, ea.c2, ea.t2,
                           ea.has2, wk.ls, wk.le, wk.lid)  # fmt: skip
     nf = encode_range(0, nw, cps, wk.fl, ea.fold, ea.family, u8, wk.char_start, wk.ls, wk.le,
-                      wk.lid, 0, nlit, ea.byte_ids, ea.keys, ea.ranks, ea.merged, ea.vkeys,
-                      ea.vids, ea.pool, ea.pool_off, ea.ignore_merges, ea.nbytes, ea.smap, wk.ends,
-                      wk.sym, wk.rank, wk.nxt, wk.prv, wk.heap, cache, lcache, wk.f_ids, wk.f_s,
+                      wk.lid, 0, nlit, ea.bpe, wk.ends, wk.sym, wk.rank, wk.nxt, wk.prv, wk.heap, cache, lcache, wk.f_ids, wk.f_s,
                       wk.f_e, 0)  # fmt: skip
     plan_core(ra, cps, nw, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
               wk.f_ids, wk.f_s, wk.f_e, nf, wk)  # fmt: skip
@@ -488,7 +477,7 @@ def apply(ids, starts, ends, n, keep, keep_left, f_ids, f_s, f_e, fresh_from, fr
 def engine_args(engine) -> EngineArgs:
     """The tables of a ``CpuEngine`` as one named tuple."""
     t = engine.tables
-    return EngineArgs(t.bits, t.fold, t.family_code, t.nfc, *engine._trie_args, *engine._bpe_args)
+    return EngineArgs(t.bits, t.fold, t.family_code, t.nfc, *engine._trie_args, engine.bpe)
 
 
 def repair_args(tok, rules) -> RepairArgs:

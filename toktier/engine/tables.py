@@ -89,6 +89,28 @@ def build_pair_table(
     return table, out
 
 
+PAIR_LOAD = 0.6  # most slots of the interleaved table's probe sequence share a cache line
+
+
+def build_merge_table(left: np.ndarray, right: np.ndarray, ranks: np.ndarray,
+                      merged: np.ndarray) -> np.ndarray:  # fmt: skip
+    """The BPE merge table, one 16-byte slot per pair: ``[key, rank << 32 | merged id]``.
+
+    Key and value share a cache line, so a pair lookup costs one memory access
+    (``rules.pair_code``); separate key / rank / merged columns cost up to three.
+    Keys hash as ``build_pair_table``'s; -1 marks an empty slot.
+    """
+    keys = (left.astype(np.int64) << 32) | right.astype(np.int64)
+    cap = 16
+    while cap * PAIR_LOAD < len(keys) + 1:
+        cap <<= 1
+    slots = _insert_all(keys, _pair_slot_hash(keys, cap - 1), cap)
+    table = np.full((cap, 2), -1, dtype=np.int64)
+    table[slots, 0] = keys
+    table[slots, 1] = (ranks.astype(np.int64) << 32) | merged.astype(np.int64)
+    return table
+
+
 def bytes_hash(data: bytes) -> int:
     """The vocabulary hash of ``rules.vocab_lookup`` (43 bits, so no target overflows)."""
     h = 0
@@ -164,6 +186,7 @@ class EngineTables:
     pair_keys: np.ndarray  # int64
     pair_ranks: np.ndarray  # int64
     pair_merged: np.ndarray  # int64
+    merge_table: np.ndarray  # int64[cap, 2]: key, rank << 32 | merged (``build_merge_table``)
     ignore_merges: bool
     vocab_keys: np.ndarray  # int64 hashes
     vocab_ids: np.ndarray  # int64 token id, -1 empty
@@ -230,6 +253,9 @@ class EngineTables:
         pair_keys, (pair_ranks, pair_merged) = build_pair_table(
             left[first_idx], right[first_idx], [ranks[first_idx], merged[first_idx]]
         )
+        merge_table = build_merge_table(
+            left[first_idx], right[first_idx], ranks[first_idx], merged[first_idx]
+        )
 
         # vocabulary hash (for ignore_merges) and the byte pool
         pool_off = np.zeros(n_ids + 1, dtype=np.int64)
@@ -261,6 +287,7 @@ class EngineTables:
             pair_keys=pair_keys,
             pair_ranks=pair_ranks,
             pair_merged=pair_merged,
+            merge_table=merge_table,
             ignore_merges=bool(model.get("ignore_merges")),
             vocab_keys=vocab_keys,
             vocab_ids=vocab_ids,
