@@ -329,6 +329,27 @@ def _cmd_bench_gpu(args) -> int:
     return 0 if record["all_exact"] else 1
 
 
+def _cmd_profile_engine(args) -> int:
+    from . import load
+    from .bench import engine_profile, machine
+
+    texts = engine_profile.profile_texts(args.chars)
+    rows = []
+    for name in args.tokenizers.split(","):
+        for r in engine_profile.stage_profile(load(name), texts, repeats=args.repeats):
+            rows.append(r)
+            print(f"{r['tokenizer']:8s} {r['text']:20s} decode {r['decode_ms']:6.2f}  literals "
+                  f"{r['literals_ms']:6.2f}  pretokenize {r['pretokenize_ms']:6.2f}  pieces "
+                  f"{r['pieces_ms']:7.2f}  total {r['total_ms']:7.2f} ms  "
+                  f"({r['mb_per_s']:.0f} MB/s)")  # fmt: skip
+    facts = machine.machine_facts()
+    for r in rows:
+        r["cpu"], r["commit"] = facts["cpu"], facts["commit"]
+    _write_csv(args.out, rows)
+    print(f"-> {args.out}")
+    return 0
+
+
 def _cmd_fetch_data(args) -> int:
     from .workload import archives
 
@@ -479,6 +500,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--smoke", action="store_true", help="tiny sizes (with --allow-simulator)")
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=_cmd_bench_gpu)
+
+    s = sub.add_parser(
+        "profile-engine", help="where a single-thread CPU engine encode spends its time, by stage"
+    )
+    s.add_argument("--tokenizers", default="llama3,qwen3,gpt-oss")
+    s.add_argument("--chars", type=int, default=1_000_000, help="characters per text")
+    s.add_argument("--repeats", type=int, default=5, help="best of this many runs per stage")
+    s.add_argument("--out", default="results/tables/engine-stages.csv")
+    s.set_defaults(func=_cmd_profile_engine)
 
     s = sub.add_parser(
         "fetch-data", help="obtain a third-party archive from a mirror or URL (sha256-verified)"

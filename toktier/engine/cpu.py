@@ -44,6 +44,7 @@ CACHE_COLS = _rules.CACHE_COLS
 LONG_SLOTS = _rules.LONG_SLOTS
 LONG_COLS = _rules.LONG_COLS
 utf8_decode = RULES.utf8_decode
+decode_at = RULES.decode_at
 pretokenize_segment = RULES.pretokenize_segment
 literal_scan = RULES.literal_scan
 encode_range = RULES.encode_range
@@ -64,6 +65,40 @@ def _prepare(u8, bits, cps, char_start, fl):
     n = utf8_decode(u8, cps, char_start)
     for i in range(n):
         fl[i] = bits[cps[i]]
+    return n
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _prepare_parallel(u8, bits, cps, char_start, fl, parts):
+    """``_prepare`` on ``parts`` threads: the bytes cut at character starts, each part's
+    characters counted, then decoded and classified into place.  Same result."""
+    nb = u8.size
+    cut = np.empty(parts + 1, dtype=np.int64)
+    for k in range(parts + 1):
+        b = nb * k // parts
+        while 0 < b < nb and (u8[b] & 0xC0) == 0x80:
+            b += 1
+        cut[k] = b
+    chars = np.zeros(parts + 1, dtype=np.int64)
+    for k in numba.prange(parts):
+        c = 0
+        for b in range(cut[k], cut[k + 1]):
+            c += (u8[b] & 0xC0) != 0x80
+        chars[k + 1] = c
+    for k in range(parts):
+        chars[k + 1] += chars[k]
+    for k in numba.prange(parts):
+        i = chars[k]
+        b = cut[k]
+        while b < cut[k + 1]:
+            cp, w = decode_at(u8, b)
+            cps[i] = cp
+            char_start[i] = b
+            fl[i] = bits[cp]
+            i += 1
+            b += w
+    n = chars[parts]
+    char_start[n] = nb
     return n
 
 
@@ -492,7 +527,7 @@ class CpuEngine:
         p = self.prepare(np.frombuffer(text.encode("utf-8"), dtype=np.uint8))
         return _all_cuts(*p.cut_args)
 
-    def prepare(self, u8: np.ndarray, wk: Workspace | None = None) -> _Prepared:
+    def prepare(self, u8: np.ndarray, wk: Workspace | None = None, parts: int = 1) -> _Prepared:
         """Decode, gather classes and extract added-token literals (host side of every path).
 
         With ``wk`` the arrays are the workspace's (valid until this thread's next call).
@@ -501,7 +536,10 @@ class CpuEngine:
         if wk is None:
             wk = new_workspace(u8.size)
         cps, char_start, fl, ls, le, lid = wk.cps, wk.char_start, wk.fl, wk.ls, wk.le, wk.lid
-        n = _prepare(u8, t.bits, cps, char_start, fl)
+        if parts > 1 and u8.size >= MIN_PARALLEL_CHARS:
+            n = _prepare_parallel(u8, t.bits, cps, char_start, fl, parts)
+        else:
+            n = _prepare(u8, t.bits, cps, char_start, fl)
         nlit = _find_literals(cps, n, *self._trie_args, ls, le, lid)
         cut_args = (n, cps, fl, self._class_of, self._stable, t.nfc, ls, le, nlit)
         return _Prepared(n, cps, char_start, fl, ls, le, lid, nlit, cut_args)
@@ -546,7 +584,8 @@ class CpuEngine:
         t = self.tables
         nb = u8.size
         wk = self._workspace(nb)
-        n, cps, char_start, fl, ls, le, lid, nlit, cut_args = self.prepare(u8, wk)
+        parts = min(threads, numba.config.NUMBA_NUM_THREADS)
+        n, cps, char_start, fl, ls, le, lid, nlit, cut_args = self.prepare(u8, wk, parts)
 
         # Stretches the reference must encode (NFC families): around each character that
         # fails the quick check, between certified cuts, coalescing neighbours closer than
@@ -594,11 +633,11 @@ class CpuEngine:
             offs = np.zeros(len(eng), dtype=np.int64)
             np.cumsum(counts[:-1], out=offs[1:])
             total = int(counts.sum())
-            ids = np.empty(total, dtype=np.int64)
+            ids = np.empty(total, dtype=np.uint32)
             starts = np.empty(total, dtype=np.int64)
             ends = np.empty(total, dtype=np.int64)
             _gather(base, counts, offs, out_ids, out_s, out_e, ids, starts, ends)
-            return ids.astype(np.uint32), starts, ends
+            return ids, starts, ends
         parts_ids, parts_s, parts_e = [], [], []
         k = 0
         for a, b, is_engine in plan:

@@ -992,33 +992,33 @@ def make(jit):
 
     # --- UTF-8 ------------------------------------------------------------------------------
     @jit
+    def decode_at(u8, b):
+        """The code point whose valid UTF-8 encoding starts at byte ``b``, and its length."""
+        x = int(u8[b])
+        if x < 0x80:
+            return x, 1
+        if x < 0xE0:
+            return ((x & 0x1F) << 6) | (int(u8[b + 1]) & 0x3F), 2
+        if x < 0xF0:
+            return ((x & 0x0F) << 12) | ((int(u8[b + 1]) & 0x3F) << 6) | (int(u8[b + 2]) & 0x3F), 3
+        return (
+            ((x & 0x07) << 18)
+            | ((int(u8[b + 1]) & 0x3F) << 12)
+            | ((int(u8[b + 2]) & 0x3F) << 6)
+            | (int(u8[b + 3]) & 0x3F)
+        ), 4
+
+    @jit
     def utf8_decode(u8, cps, char_start):
         """Decode valid UTF-8 ``u8`` into code points; ``char_start[i]`` = byte offset of char i."""
         n = 0
         b = 0
         nb = u8.size
         while b < nb:
-            x = int(u8[b])
             char_start[n] = b
-            if x < 0x80:
-                cps[n] = x
-                b += 1
-            elif x < 0xE0:
-                cps[n] = ((x & 0x1F) << 6) | (int(u8[b + 1]) & 0x3F)
-                b += 2
-            elif x < 0xF0:
-                cps[n] = (
-                    ((x & 0x0F) << 12) | ((int(u8[b + 1]) & 0x3F) << 6) | (int(u8[b + 2]) & 0x3F)
-                )
-                b += 3
-            else:
-                cps[n] = (
-                    ((x & 0x07) << 18)
-                    | ((int(u8[b + 1]) & 0x3F) << 12)
-                    | ((int(u8[b + 2]) & 0x3F) << 6)
-                    | (int(u8[b + 3]) & 0x3F)
-                )
-                b += 4
+            cp, w = decode_at(u8, b)
+            cps[n] = cp
+            b += w
             n += 1
         char_start[n] = nb
         return n

@@ -1,0 +1,91 @@
+"""Where a single-thread CPU engine encode spends its time, stage by stage.
+
+Each stage runs as its own compiled call on the same text, best of ``repeats``:
+
+- ``decode``: UTF-8 decode and class bits (``cpu._prepare``);
+- ``literals``: added-token extraction (``cpu._find_literals``);
+- ``pretokenize``: the family's pre-tokenizer over the whole text;
+- ``pieces``: the rest of ``CpuEngine.encode``: short-piece map and piece-cache
+  lookups, BPE merges of the misses, token spans, buffers and output copies
+  (the whole encode minus the three stages above).
+
+The engine is warm (compiled, caches holding earlier texts' pieces), as deployed.
+``toktier profile-engine`` writes the table; the README quotes it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from types import SimpleNamespace
+
+import numba
+import numpy as np
+
+from ..campaigns import corpus
+from ..engine import cpu
+
+
+@numba.njit(cache=True, nogil=True)
+def _pretokenize_all(cps, fl, fold, family, n, ends):
+    return cpu.pretokenize_segment(cps, fl, fold, 0, n, family, ends, 0)
+
+
+def _best_ms(fn, repeats: int) -> float:
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return min(out) * 1e3
+
+
+def profile_texts(chars: int) -> dict[str, str]:
+    """The three texts of the engine targets, ``chars`` characters each (code, prose in
+    500+ languages, and both interleaved)."""
+    code = "".join(itertools.islice(corpus.stdlib_documents(), 4000))
+    multi = "".join(corpus.pycountry_documents())
+    step = 2000
+    mixed = "".join(code[i : i + step] + multi[i : i + step] for i in range(0, chars, step))
+    return {
+        "code": code[:chars],
+        "multilingual": multi[:chars],
+        "code + multilingual": mixed[:chars],
+    }
+
+
+def stage_profile(tok, texts: dict[str, str], *, repeats: int = 5) -> list[dict]:
+    """One row per text: milliseconds per stage, the total, and MB/s."""
+    eng = cpu.engine_for(tok)
+    if eng is None:
+        raise ValueError(f"{tok.name} has no CPU engine (family {tok.family})")
+    eng.warmup()
+    return [_profile_one(eng, label, text, repeats) for label, text in texts.items()]
+
+
+def _profile_one(eng, label: str, text: str, repeats: int) -> dict:
+    tok, t = eng.tokenizer, eng.tables
+    if t.nfc:
+        text = tok.hf.normalizer.normalize_str(text)  # the engine's fast path: NFC-stable
+    u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    nb = u8.size  # buffers of their own (this module also profiles older engine versions)
+    wk = SimpleNamespace(cps=np.empty(nb, np.uint32), char_start=np.empty(nb + 1, np.int64),
+                         fl=np.empty(nb, np.uint16))  # fmt: skip
+    n = cpu._prepare(u8, t.bits, wk.cps, wk.char_start, wk.fl)
+    ends = np.empty(n + 1, dtype=np.int64)
+    lit = (*eng._trie_args, *(np.empty(n, np.int64) for _ in range(3)))
+    eng.encode(text)  # the caches hold this text's pieces once, as a warm tier's would
+    r = {
+        "decode": _best_ms(lambda: cpu._prepare(u8, t.bits, wk.cps, wk.char_start, wk.fl), repeats),
+        "literals": _best_ms(lambda: cpu._find_literals(wk.cps, n, *lit), repeats),
+        "pretokenize": _best_ms(
+            lambda: _pretokenize_all(wk.cps, wk.fl, t.fold, t.family_code, n, ends), repeats
+        ),
+        "total": _best_ms(lambda: eng.encode(text), repeats),
+    }
+    r["pieces"] = max(r["total"] - r["decode"] - r["literals"] - r["pretokenize"], 0.0)
+    return {
+        "tokenizer": tok.name, "text": label, "chars": len(text), "mb": u8.size / 1e6,
+        **{f"{k}_ms": v for k, v in r.items()},
+        "mb_per_s": u8.size / 1e6 / (r["total"] / 1e3),
+    }  # fmt: skip
