@@ -147,19 +147,16 @@ def _has_bit(fl, n, bit):
     return np.any(fl[:n] & bit)
 
 
+_certified_cut = RULES.cut_ok  # the rule itself, shared with the GPU (a global for numba)
+
+
 @numba.njit(cache=True, nogil=True)
 def _cut_ok(p, n, cps, fl, class_of, stable, nfc, ls, le, nlit):
-    """Is ``p`` a certified cut: stable class pair, NFC-safe, not inside a literal?"""
-    if p <= 0 or p >= n:
-        return True
+    """Is ``p`` a certified cut (``rules.cut_ok``)?  Literals are found in the sorted arrays."""
     k = np.searchsorted(ls[:nlit], p, side="right") - 1  # last literal starting <= p
-    if k >= 0 and (ls[k] == p or le[k] == p):
-        return True  # literal boundaries split the reference's input too
-    if k >= 0 and le[k] > p:
-        return False
-    if nfc and ((fl[p - 1] & NFC_UNSAFE) or (fl[p] & NFC_UNSAFE)):
-        return False
-    return stable[class_of[cps[p - 1]], class_of[cps[p]]]
+    edge = k >= 0 and (ls[k] == p or le[k] == p)  # literal boundaries split the input too
+    inside = k >= 0 and le[k] > p
+    return _certified_cut(p, n, edge, inside, cps, fl, class_of, stable, nfc)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -351,7 +348,7 @@ def build_short_map(bt: BpeTables) -> np.ndarray:
 
 
 @numba.njit(cache=True, nogil=True)
-def _byte_pairs(byte_ids, merges):
+def byte_pair_codes(byte_ids, merges):
     """``rules.pair_code`` of every pair of single-byte tokens, at index ``a << 8 | b``."""
     out = np.empty(65536, dtype=np.int64)
     for a in range(256):
@@ -426,7 +423,7 @@ class CpuEngine:
             t.normalized_literals.child, t.normalized_literals.term,
             t.normalized_literals.size > 0,
         )  # fmt: skip
-        bt = BpeTables(t.byte_ids, t.merge_table, _byte_pairs(t.byte_ids, t.merge_table),
+        bt = BpeTables(t.byte_ids, t.merge_table, byte_pair_codes(t.byte_ids, t.merge_table),
                        t.vocab_keys, t.vocab_ids, t.pool, t.pool_off, t.ignore_merges,
                        t.token_nbytes, np.zeros((1, _rules.SHORT_COLS), np.int64))  # fmt: skip
         self.short_map = build_short_map(bt)  # built by the merges themselves (empty map above)

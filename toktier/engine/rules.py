@@ -43,6 +43,7 @@ B_LO = 128
 B_P = 256
 B_S = 512
 B_WS = 1024
+NFC_UNSAFE = 1 << 12  # must equal families.classes.NFC_UNSAFE (NFC may not cut here)
 
 # Family codes.
 F_CL100K = 0  # \p{N}{1,3}
@@ -368,11 +369,6 @@ def make(jit):
             h = (h + 1) & mask
 
     @jit
-    def pair_rank(keys, ranks, left, right):
-        s = pair_slot(keys, left, right)
-        return NO_RANK if s < 0 else ranks[s]
-
-    @jit
     def vocab_lookup(u8, b0, b1, vkeys, vids, pool, pool_off):
         """Token id whose bytes are exactly ``u8[b0:b1]``, or -1 (hash: ``tables.bytes_hash``)."""
         h = 0
@@ -397,42 +393,6 @@ def make(jit):
             s = (s + 1) & mask
 
     # --- BPE ------------------------------------------------------------------------------
-    @jit
-    def pair_key(keys, ranks, left, right):
-        """The pair's rank and table slot packed as ``rank << 32 | slot`` (NO_RANK << 32: none).
-
-        Ordering packed keys orders ranks (a rank names one pair, so equal ranks mean
-        equal slots), and the merge reads its merged id from the slot directly.
-        """
-        s = pair_slot(keys, left, right)
-        return (NO_RANK << 32) if s < 0 else ((int(ranks[s]) << 32) | s)
-
-    @jit
-    def bpe_small(sym, rank, n, keys, ranks, merged):
-        """Merge ``sym[:n]`` in place (packed rank array, linear min search); returns the new
-        length.  Lowest rank first, leftmost among equals (the strict ``<``)."""
-        for k in range(n - 1):
-            rank[k] = pair_key(keys, ranks, sym[k], sym[k + 1])
-        while n > 1:
-            best = 0
-            for k in range(1, n - 1):
-                if rank[k] < rank[best]:
-                    best = k
-            if (rank[best] >> 32) == NO_RANK:
-                break
-            sym[best] = merged[rank[best] & 0xFFFFFFFF]
-            for k in range(best + 1, n - 1):
-                sym[k] = sym[k + 1]
-                rank[k] = rank[k + 1]
-            n -= 1
-            if best + 1 < n:
-                rank[best] = pair_key(keys, ranks, sym[best], sym[best + 1])
-            else:
-                rank[best] = NO_RANK << 32
-            if best > 0:
-                rank[best - 1] = pair_key(keys, ranks, sym[best - 1], sym[best])
-        return n
-
     @jit
     def pair_code(mt, left, right):
         """``rank << 32 | merged id`` of the pair (left, right), or NO_PAIR.
@@ -512,54 +472,6 @@ def make(jit):
         return size
 
     @jit
-    def bpe_large(sym, nxt, prv, heap, n, keys, ranks, merged):
-        """O(L log L) merges: a linked list of symbols and a heap of (rank, position) keys.
-
-        Entries go stale when a neighbour merges; a popped entry is used only if
-        its position is still alive and its pair still has the recorded rank (a
-        rank names one pair).  Returns the new length after compacting ``sym``.
-        """
-        size = 0
-        for k in range(n):
-            nxt[k] = k + 1 if k + 1 < n else -1
-            prv[k] = k - 1
-        for k in range(n - 1):
-            r = pair_rank(keys, ranks, sym[k], sym[k + 1])
-            if r != NO_RANK:
-                size = heap_push(heap, size, (r << 32) | k)
-        while size > 0:
-            top = heap[0]
-            size = heap_pop(heap, size)
-            r = top >> 32
-            k = top & 0xFFFFFFFF
-            if sym[k] < 0 or nxt[k] < 0:
-                continue
-            j = nxt[k]
-            s = pair_slot(keys, sym[k], sym[j])
-            if s < 0 or ranks[s] != r:
-                continue  # stale: a neighbour merged since this entry was pushed
-            sym[k] = merged[s]
-            sym[j] = -1
-            nj = nxt[j]
-            nxt[k] = nj
-            if nj >= 0:
-                prv[nj] = k
-                r2 = pair_rank(keys, ranks, sym[k], sym[nj])
-                if r2 != NO_RANK:
-                    size = heap_push(heap, size, (r2 << 32) | k)
-            p = prv[k]
-            if p >= 0:
-                r2 = pair_rank(keys, ranks, sym[p], sym[k])
-                if r2 != NO_RANK:
-                    size = heap_push(heap, size, (r2 << 32) | p)
-        m = 0
-        for k in range(n):
-            if sym[k] >= 0:
-                sym[m] = sym[k]
-                m += 1
-        return m
-
-    @jit
     def merge_large(sym, rank, nxt, prv, heap, n, mt):
         """O(L log L) merges: a linked list of symbols and a heap of (rank, position) keys
         (``rank[:n - 1]`` holds the initial pairs' codes).
@@ -587,12 +499,8 @@ def make(jit):
             c = pair_code(mt, sym[k], sym[j])
             if (c >> 32) != r:
                 continue  # stale: a neighbour merged since this entry was pushed
-            sym[k] = c & 0xFFFFFFFF
-            sym[j] = -1
-            nj = nxt[j]
-            nxt[k] = nj
+            nj = merge_link(sym, nxt, prv, k, c & 0xFFFFFFFF)
             if nj >= 0:
-                prv[nj] = k
                 c2 = pair_code(mt, sym[k], sym[nj])
                 if c2 < NO_PAIR:
                     size = heap_push(heap, size, (c2 >> 32 << 32) | k)
@@ -661,7 +569,7 @@ def make(jit):
     def short_lookup(smap, lw, w0, w1, h):
         """Token id of a short piece from the read-only short-piece map, or -1.
 
-        The map is a memo of ``bpe_uncached`` itself for every vocabulary entry of
+        The map is a memo of ``bpe_merge`` itself for every vocabulary entry of
         2..16 bytes whose encoding is that single token (``cpu.build_short_map``):
         a hit returns exactly what the merges would.  Keys are the exact bytes.
         """
@@ -801,28 +709,6 @@ def make(jit):
         return m
 
     @jit
-    def bpe_uncached(u8, b0, b1, byte_ids, keys, ranks, merged, vkeys, vids, pool, pool_off,
-                     ignore_merges, sym, rank, nxt, prv, heap, out, n_out):  # fmt: skip
-        """``bpe_merge`` over separate pair columns: the GPU kernels' entry until they read
-        ``BpeTables`` (the CPU uses ``bpe_merge``)."""
-        length = b1 - b0
-        if ignore_merges:
-            t = vocab_lookup(u8, b0, b1, vkeys, vids, pool, pool_off)
-            if t >= 0:
-                out[n_out] = t
-                return n_out + 1
-        for k in range(length):
-            sym[k] = byte_ids[u8[b0 + k]]
-        if length <= SMALL_PIECE:
-            m = bpe_small(sym, rank, length, keys, ranks, merged)
-        else:
-            m = bpe_large(sym, nxt, prv, heap, length, keys, ranks, merged)
-        for k in range(m):
-            out[n_out + k] = sym[k]
-        return n_out + m
-
-    # --- added tokens ------------------------------------------------------------------------
-    @jit
     def literal_at(cps, i, hi, first, tkeys, tchild, term):
         """Longest literal of the trie starting at ``i`` (ending <= hi): (end, id) or (-1, -1)."""
         if first[cps[i]] == 0:
@@ -845,20 +731,10 @@ def make(jit):
     @jit
     def literal_scan(cps, lo, hi, first, tkeys, tchild, term, ls, le, lid, n):
         """Leftmost-longest literal occurrences in ``[lo, hi)`` appended to (ls, le, lid)."""
-        i = lo
-        while i < hi:
-            if first[cps[i]] == 0:
-                i += 1
-                continue
-            e, t = literal_at(cps, i, hi, first, tkeys, tchild, term)
-            if e > 0:
-                ls[n] = i
-                le[n] = e
-                lid[n] = t
-                n += 1
-                i = e
-            else:
-                i += 1
+        pos = lo
+        for i in range(lo, hi):
+            if first[cps[i]] != 0:  # no literal starts at any other position
+                pos, n = literal_take(cps, i, pos, hi, first, tkeys, tchild, term, ls, le, lid, n)
         return n
 
     # --- one range of text: literals, pieces, BPE, spans -------------------------------------
@@ -877,10 +753,7 @@ def make(jit):
         cj = ps
         for t in range(n, m):
             last = b + bt.nbytes[out_ids[t]] - 1
-            while char_start[ci + 1] <= b:
-                ci += 1
-            while char_start[cj + 1] <= last:
-                cj += 1
+            ci, cj = token_chars(char_start, b, last, ci, cj)
             out_s[t] = ci
             out_e[t] = cj + 1
             b = last + 1
@@ -992,36 +865,123 @@ def make(jit):
 
     # --- UTF-8 ------------------------------------------------------------------------------
     @jit
-    def decode_at(u8, b):
-        """The code point whose valid UTF-8 encoding starts at byte ``b``, and its length."""
-        x = int(u8[b])
-        if x < 0x80:
-            return x, 1
-        if x < 0xE0:
-            return ((x & 0x1F) << 6) | (int(u8[b + 1]) & 0x3F), 2
-        if x < 0xF0:
-            return ((x & 0x0F) << 12) | ((int(u8[b + 1]) & 0x3F) << 6) | (int(u8[b + 2]) & 0x3F), 3
-        return (
-            ((x & 0x07) << 18)
-            | ((int(u8[b + 1]) & 0x3F) << 12)
-            | ((int(u8[b + 2]) & 0x3F) << 6)
-            | (int(u8[b + 3]) & 0x3F)
-        ), 4
-
-    @jit
     def utf8_decode(u8, cps, char_start):
         """Decode valid UTF-8 ``u8`` into code points; ``char_start[i]`` = byte offset of char i."""
         n = 0
         b = 0
         nb = u8.size
         while b < nb:
-            char_start[n] = b
-            cp, w = decode_at(u8, b)
+            cp, k = decode_at(u8, b)
             cps[n] = cp
-            b += w
+            char_start[n] = b
+            b += k
             n += 1
         char_start[n] = nb
         return n
+
+    # --- shared by the CPU engine and the GPU kernels (one algorithm source, issue #12) ---
+    # Each rule below exists once; ``cpu.py`` and the kernels of ``engine.gpu`` call it.
+    # Only the data layouts around a call differ (how literals are located, how positions
+    # are visited, where the output goes), never the rule.
+    @jit
+    def decode_at(u8, b):
+        """The character starting at byte ``b`` of valid UTF-8: (code point, byte length).
+
+        ``utf8_decode`` walks a text with it; the GPU decodes every character start
+        in parallel with it (``gpu.stages.k_decode``).
+        """
+        x = int(u8[b])
+        if x < 0x80:
+            return x, 1
+        if x < 0xE0:
+            return ((x & 0x1F) << 6) | (int(u8[b + 1]) & 0x3F), 2
+        if x < 0xF0:
+            cp = ((x & 0x0F) << 12) | ((int(u8[b + 1]) & 0x3F) << 6) | (int(u8[b + 2]) & 0x3F)
+            return cp, 3
+        cp = (
+            ((x & 0x07) << 18)
+            | ((int(u8[b + 1]) & 0x3F) << 12)
+            | ((int(u8[b + 2]) & 0x3F) << 6)
+            | (int(u8[b + 3]) & 0x3F)
+        )
+        return cp, 4
+
+    @jit
+    def cut_ok(p, n, edge, inside, cps, fl, class_of, stable, nfc):
+        """The certified-cut rule: may a text of ``n`` characters be cut before character ``p``?
+
+        The text's ends and ``edge`` positions (an added-token literal's start or end,
+        a document start: the reference splits its input there too) are always cuts;
+        a position ``inside`` a literal never is.  Elsewhere a cut needs both
+        characters NFC-safe (``nfc``: the tokenizer normalizes with NFC) and a stable
+        class pair of the family's cut matrix ``stable[class, class]``.  How a caller
+        finds ``edge``/``inside`` is its data layout: the CPU searches its sorted
+        literal arrays (``cpu._cut_ok``), the GPU reads a per-character mark
+        (``gpu.stages.k_cuts``).
+        """
+        if p <= 0 or p >= n or edge:
+            return True
+        if inside:
+            return False
+        if nfc and ((int(fl[p - 1]) | int(fl[p])) & NFC_UNSAFE) != 0:
+            return False
+        return stable[class_of[cps[p - 1]], class_of[cps[p]]] != 0
+
+    @jit
+    def literal_take(cps, i, pos, stop, first, tkeys, tchild, term, ls, le, lid, n):
+        """One step of the leftmost-longest added-token walk, at position ``i``.
+
+        Positions before ``pos`` lie inside the literal taken last and are skipped;
+        at ``i >= pos`` the longest literal starting at ``i`` (ending <= ``stop``) is
+        appended to (ls, le, lid).  Returns the new (pos, n).  Walkers differ only in
+        the positions they visit in increasing order: ``literal_scan`` every position
+        whose code point starts a literal, the GPU's ``lit_pass`` the compacted
+        candidates -- the same set, since no literal starts anywhere else.
+        """
+        if i >= pos:
+            e, t = literal_at(cps, i, stop, first, tkeys, tchild, term)
+            if e > 0:
+                ls[n] = i
+                le[n] = e
+                lid[n] = t
+                return e, n + 1
+        return pos, n
+
+    @jit
+    def token_chars(char_start, b, last, ci, cj):
+        """A token's character span from its bytes: the characters holding byte ``b`` (its
+        first) and byte ``last``, searched forward from ``ci`` and ``cj``; returns (ci, cj).
+
+        The span is ``[ci, cj + 1)``: a token that cuts a character (byte-level BPE)
+        gets the whole character, and so does its neighbour.  Callers walk a piece's
+        tokens in order, so each search continues where the previous token's ended
+        (``emit_piece``; the GPU's ``k_output``).
+        """
+        while char_start[ci + 1] <= b:
+            ci += 1
+        while char_start[cj + 1] <= last:
+            cj += 1
+        return ci, cj
+
+    @jit
+    def merge_link(sym, nxt, prv, k, new):
+        """The BPE merge step on a linked list of symbols: the live symbol at ``k`` and its
+        right neighbour become ``new`` (at ``k``; the neighbour dies, ``sym = -1``).
+
+        Returns the next live position after ``k`` (-1: none) so the caller can
+        re-rank the two pairs that changed -- the CPU pushes them on its heap
+        (``merge_large``), the GPU rewrites its per-position rank array
+        (``gpu.bpe.merge_at``).  A few stores and no lookups: numba inlines it, so
+        the CPU path keeps its speed.
+        """
+        j = nxt[k]
+        sym[k] = new
+        sym[j] = -1
+        nj = nxt[j]
+        nxt[k] = nj
+        if nj >= 0:
+            prv[nj] = k
+        return nj
 
     class Rules:
         pass

@@ -2,7 +2,7 @@
 
 Everything the rules (``engine.rules``) read lives here: class bits per code
 point and the case-fold table (both probed from the reference), the byte-level
-BPE tables (byte -> id, an open-addressing pair table (left, right) -> (rank,
+BPE tables (byte -> id, the interleaved merge table (left, right) -> rank << 32 |
 merged id), a vocabulary hash for ``ignore_merges``, token byte lengths) and the
 added-token tries.  ``EngineTables.build`` refuses tokenizers whose features the
 engine does not implement (``EngineUnsupported``) so they stay on the reference.
@@ -183,9 +183,6 @@ class EngineTables:
     fold: np.ndarray  # uint8[0x110000]
     nfc: bool  # the tokenizer normalizes with NFC (engine input must be NFC-stable)
     byte_ids: np.ndarray  # int64[256]
-    pair_keys: np.ndarray  # int64
-    pair_ranks: np.ndarray  # int64
-    pair_merged: np.ndarray  # int64
     merge_table: np.ndarray  # int64[cap, 2]: key, rank << 32 | merged (``build_merge_table``)
     ignore_merges: bool
     vocab_keys: np.ndarray  # int64 hashes
@@ -250,9 +247,6 @@ class EngineTables:
         keys = (left << 32) | right
         _, first_idx = np.unique(keys, return_index=True)
         first_idx.sort()
-        pair_keys, (pair_ranks, pair_merged) = build_pair_table(
-            left[first_idx], right[first_idx], [ranks[first_idx], merged[first_idx]]
-        )
         merge_table = build_merge_table(
             left[first_idx], right[first_idx], ranks[first_idx], merged[first_idx]
         )
@@ -284,9 +278,6 @@ class EngineTables:
             fold=probe_fold(tok.reference_version),
             nfc=nfc,
             byte_ids=byte_ids,
-            pair_keys=pair_keys,
-            pair_ranks=pair_ranks,
-            pair_merged=pair_merged,
             merge_table=merge_table,
             ignore_merges=bool(model.get("ignore_merges")),
             vocab_keys=vocab_keys,
