@@ -39,7 +39,7 @@ SCRIPT = textwrap.dedent(
     from numba import cuda, typeof
     import toktier
     from toktier.engine import gpu
-    assert not gpu.SIMULATOR and gpu.warp_min is gpu.warp_min_shfl
+    assert not gpu.SIMULATOR
 
     class Recorder:
         name = "record"; simulator = False; graphs_reason = ""

@@ -80,3 +80,15 @@ def test_workflow_lints_clean():
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Congratulations" in proc.stdout + proc.stderr
+
+
+def test_package_discovery_includes_every_subpackage():
+    """pyproject's ``packages.find`` ships every package under ``toktier/`` (engine.gpu too)."""
+    from setuptools import find_packages
+
+    find = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    found = set(find_packages(where=str(ROOT), **find["find"]))
+    on_disk = {
+        ".".join(p.relative_to(ROOT).parent.parts) for p in (ROOT / "toktier").rglob("__init__.py")
+    }
+    assert "toktier.engine.gpu" in on_disk and on_disk <= found, on_disk - found

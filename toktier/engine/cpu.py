@@ -110,19 +110,16 @@ def _has_bit(fl, n, bit):
     return np.any(fl[:n] & bit)
 
 
+_certified_cut = RULES.cut_ok  # the rule itself, shared with the GPU (a global for numba)
+
+
 @numba.njit(cache=True, nogil=True)
 def _cut_ok(p, n, cps, fl, class_of, stable, nfc, ls, le, nlit):
-    """Is ``p`` a certified cut: stable class pair, NFC-safe, not inside a literal?"""
-    if p <= 0 or p >= n:
-        return True
+    """Is ``p`` a certified cut (``rules.cut_ok``)?  Literals are found in the sorted arrays."""
     k = np.searchsorted(ls[:nlit], p, side="right") - 1  # last literal starting <= p
-    if k >= 0 and (ls[k] == p or le[k] == p):
-        return True  # literal boundaries split the reference's input too
-    if k >= 0 and le[k] > p:
-        return False
-    if nfc and ((fl[p - 1] & NFC_UNSAFE) or (fl[p] & NFC_UNSAFE)):
-        return False
-    return stable[class_of[cps[p - 1]], class_of[cps[p]]]
+    edge = k >= 0 and (ls[k] == p or le[k] == p)  # literal boundaries split the input too
+    inside = k >= 0 and le[k] > p
+    return _certified_cut(p, n, edge, inside, cps, fl, class_of, stable, nfc)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -39,6 +39,7 @@ B_LO = 128
 B_P = 256
 B_S = 512
 B_WS = 1024
+NFC_UNSAFE = 1 << 12  # must equal families.classes.NFC_UNSAFE (NFC may not cut here)
 
 # Family codes.
 F_CL100K = 0  # \p{N}{1,3}
@@ -474,12 +475,8 @@ def make(jit):
             s = pair_slot(keys, sym[k], sym[j])
             if s < 0 or ranks[s] != r:
                 continue  # stale: a neighbour merged since this entry was pushed
-            sym[k] = merged[s]
-            sym[j] = -1
-            nj = nxt[j]
-            nxt[k] = nj
+            nj = merge_link(sym, nxt, prv, k, merged[s])
             if nj >= 0:
-                prv[nj] = k
                 r2 = pair_rank(keys, ranks, sym[k], sym[nj])
                 if r2 != NO_RANK:
                     size = heap_push(heap, size, (r2 << 32) | k)
@@ -689,20 +686,10 @@ def make(jit):
     @jit
     def literal_scan(cps, lo, hi, first, tkeys, tchild, term, ls, le, lid, n):
         """Leftmost-longest literal occurrences in ``[lo, hi)`` appended to (ls, le, lid)."""
-        i = lo
-        while i < hi:
-            if first[cps[i]] == 0:
-                i += 1
-                continue
-            e, t = literal_at(cps, i, hi, first, tkeys, tchild, term)
-            if e > 0:
-                ls[n] = i
-                le[n] = e
-                lid[n] = t
-                n += 1
-                i = e
-            else:
-                i += 1
+        pos = lo
+        for i in range(lo, hi):
+            if first[cps[i]] != 0:  # no literal starts at any other position
+                pos, n = literal_take(cps, i, pos, hi, first, tkeys, tchild, term, ls, le, lid, n)
         return n
 
     # --- one range of text: literals, pieces, BPE, spans -------------------------------------
@@ -723,10 +710,7 @@ def make(jit):
         cj = ps
         for t in range(n, m):
             last = b + nbytes[out_ids[t]] - 1
-            while char_start[ci + 1] <= b:
-                ci += 1
-            while char_start[cj + 1] <= last:
-                cj += 1
+            ci, cj = token_chars(char_start, b, last, ci, cj)
             out_s[t] = ci
             out_e[t] = cj + 1
             b = last + 1
@@ -853,30 +837,117 @@ def make(jit):
         b = 0
         nb = u8.size
         while b < nb:
-            x = int(u8[b])
+            cp, k = decode_at(u8, b)
+            cps[n] = cp
             char_start[n] = b
-            if x < 0x80:
-                cps[n] = x
-                b += 1
-            elif x < 0xE0:
-                cps[n] = ((x & 0x1F) << 6) | (int(u8[b + 1]) & 0x3F)
-                b += 2
-            elif x < 0xF0:
-                cps[n] = (
-                    ((x & 0x0F) << 12) | ((int(u8[b + 1]) & 0x3F) << 6) | (int(u8[b + 2]) & 0x3F)
-                )
-                b += 3
-            else:
-                cps[n] = (
-                    ((x & 0x07) << 18)
-                    | ((int(u8[b + 1]) & 0x3F) << 12)
-                    | ((int(u8[b + 2]) & 0x3F) << 6)
-                    | (int(u8[b + 3]) & 0x3F)
-                )
-                b += 4
+            b += k
             n += 1
         char_start[n] = nb
         return n
+
+    # --- shared by the CPU engine and the GPU kernels (one algorithm source, issue #12) ---
+    # Each rule below exists once; ``cpu.py`` and the kernels of ``engine.gpu`` call it.
+    # Only the data layouts around a call differ (how literals are located, how positions
+    # are visited, where the output goes), never the rule.
+    @jit
+    def decode_at(u8, b):
+        """The character starting at byte ``b`` of valid UTF-8: (code point, byte length).
+
+        ``utf8_decode`` walks a text with it; the GPU decodes every character start
+        in parallel with it (``gpu.stages.k_decode``).
+        """
+        x = int(u8[b])
+        if x < 0x80:
+            return x, 1
+        if x < 0xE0:
+            return ((x & 0x1F) << 6) | (int(u8[b + 1]) & 0x3F), 2
+        if x < 0xF0:
+            cp = ((x & 0x0F) << 12) | ((int(u8[b + 1]) & 0x3F) << 6) | (int(u8[b + 2]) & 0x3F)
+            return cp, 3
+        cp = (
+            ((x & 0x07) << 18)
+            | ((int(u8[b + 1]) & 0x3F) << 12)
+            | ((int(u8[b + 2]) & 0x3F) << 6)
+            | (int(u8[b + 3]) & 0x3F)
+        )
+        return cp, 4
+
+    @jit
+    def cut_ok(p, n, edge, inside, cps, fl, class_of, stable, nfc):
+        """The certified-cut rule: may a text of ``n`` characters be cut before character ``p``?
+
+        The text's ends and ``edge`` positions (an added-token literal's start or end,
+        a document start: the reference splits its input there too) are always cuts;
+        a position ``inside`` a literal never is.  Elsewhere a cut needs both
+        characters NFC-safe (``nfc``: the tokenizer normalizes with NFC) and a stable
+        class pair of the family's cut matrix ``stable[class, class]``.  How a caller
+        finds ``edge``/``inside`` is its data layout: the CPU searches its sorted
+        literal arrays (``cpu._cut_ok``), the GPU reads a per-character mark
+        (``gpu.stages.k_cuts``).
+        """
+        if p <= 0 or p >= n or edge:
+            return True
+        if inside:
+            return False
+        if nfc and ((int(fl[p - 1]) | int(fl[p])) & NFC_UNSAFE) != 0:
+            return False
+        return stable[class_of[cps[p - 1]], class_of[cps[p]]] != 0
+
+    @jit
+    def literal_take(cps, i, pos, stop, first, tkeys, tchild, term, ls, le, lid, n):
+        """One step of the leftmost-longest added-token walk, at position ``i``.
+
+        Positions before ``pos`` lie inside the literal taken last and are skipped;
+        at ``i >= pos`` the longest literal starting at ``i`` (ending <= ``stop``) is
+        appended to (ls, le, lid).  Returns the new (pos, n).  Walkers differ only in
+        the positions they visit in increasing order: ``literal_scan`` every position
+        whose code point starts a literal, the GPU's ``lit_pass`` the compacted
+        candidates -- the same set, since no literal starts anywhere else.
+        """
+        if i >= pos:
+            e, t = literal_at(cps, i, stop, first, tkeys, tchild, term)
+            if e > 0:
+                ls[n] = i
+                le[n] = e
+                lid[n] = t
+                return e, n + 1
+        return pos, n
+
+    @jit
+    def token_chars(char_start, b, last, ci, cj):
+        """A token's character span from its bytes: the characters holding byte ``b`` (its
+        first) and byte ``last``, searched forward from ``ci`` and ``cj``; returns (ci, cj).
+
+        The span is ``[ci, cj + 1)``: a token that cuts a character (byte-level BPE)
+        gets the whole character, and so does its neighbour.  Callers walk a piece's
+        tokens in order, so each search continues where the previous token's ended
+        (``emit_piece``; the GPU's ``k_output``).
+        """
+        while char_start[ci + 1] <= b:
+            ci += 1
+        while char_start[cj + 1] <= last:
+            cj += 1
+        return ci, cj
+
+    @jit
+    def merge_link(sym, nxt, prv, k, new):
+        """The BPE merge step on a linked list of symbols: the live symbol at ``k`` and its
+        right neighbour become ``new`` (at ``k``; the neighbour dies, ``sym = -1``).
+
+        Returns the next live position after ``k`` (-1: none) so the caller can
+        re-rank the two pairs that changed -- the CPU pushes them on its heap
+        (``bpe_large``), the GPU rewrites its per-position rank array
+        (``gpu.bpe.merge_at``).  A few stores and no lookups: numba inlines it, so
+        the CPU path keeps its speed.
+        """
+        j = nxt[k]
+        sym[k] = new
+        sym[j] = -1
+        nj = nxt[j]
+        nxt[k] = nj
+        if nj >= 0:
+            prv[nj] = k
+        return nj
 
     class Rules:
         pass

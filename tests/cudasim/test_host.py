@@ -1,0 +1,110 @@
+"""The engine's host logic under the simulator: graph replay, NFC delegation, batches, threads."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+import toktier
+from toktier.engine import gpu
+
+from .checks import check_ids
+
+
+class _Replay:
+    def __init__(self, calls):
+        self.calls = calls
+
+    def launch(self, stream):
+        for k, g, b, a in self.calls:
+            k[g, b](*a)
+
+
+class _GraphSim(gpu._SimBackend):
+    """A stand-in capture: records the chain's launches once and replays them."""
+
+    simulator = False
+    graphs_reason = ""
+    stream = None
+
+    def capture(self, fn):
+        calls = []
+        self.launch = lambda k, g, b, *a: calls.append((k, g, b, a))
+        try:
+            fn()
+        finally:
+            del self.launch
+        return _Replay(calls)
+
+
+@pytest.fixture(scope="module")
+def qwen3():
+    """qwen3 (NFC, two literal passes) on a backend whose graphs are recorded launches."""
+    tok = toktier.load("qwen3")
+    return gpu.GpuEngine(tok, graphs=True, _backend=_GraphSim())
+
+
+def _texts(tok):
+    lit = tok.added_tokens[0].content
+    return ["short " + lit, "a different, longer text: 12345 " * 3 + lit + " x" * 20, "x"]
+
+
+def test_graph_replay_depends_on_no_request_argument(qwen3):
+    """A bucket's chain is captured once and replayed for new texts of that bucket -- exact
+    only if no launch argument depends on the request (sizes come from the device meta)."""
+    tok = qwen3.tokenizer
+    texts = _texts(tok)
+    for text in [*texts, texts[0]]:
+        ids, s, e = qwen3.encode(text)
+        check_ids(tok, text, ids, s, e, "graph")
+        last = qwen3.stats()["last_request"]
+        assert last["graph"] and last["host_syncs"] == 2 and last["kernel_launches"] == 0, last
+    st = qwen3.stats()
+    assert st["graph_replays"] == 4 and st["captured_buckets"] == [4096], st
+
+
+def test_nfc_unsafe_texts_go_to_the_cpu_engine(qwen3):
+    tok = qwen3.tokenizer
+    docs = ["cafe\u0301 \u212b ok", "plain text", "\u1e0a\u0323 x"]
+    out = qwen3.encode_batch(docs)
+    info = qwen3.stats()["last_request"]
+    assert info["delegated"] == 2 and info["nfc_unsafe_chars"] >= 3, info
+    assert info["host_syncs"] == 3, info
+    for d, (ids, s, e) in zip(docs, out, strict=True):
+        check_ids(tok, d, ids, s, e, "nfc")
+    ids, s, e = qwen3.encode(docs[0])
+    check_ids(tok, docs[0], ids, s, e, "nfc single")
+    assert qwen3.stats()["last_request"]["delegated"] == 1
+
+
+def test_a_literal_split_across_documents_is_no_literal(qwen3):
+    tok = qwen3.tokenizer
+    lit = tok.added_tokens[0].content
+    half = len(lit) // 2
+    docs = ["tail " + lit[:half], lit[half:] + " head", lit]
+    for d, (ids, s, e) in zip(docs, qwen3.encode_batch(docs), strict=True):
+        check_ids(tok, d, ids, s, e, "split literal")
+    assert qwen3.stats()["last_request"]["literals"] == 1
+
+
+def test_requests_from_threads_are_serialized(qwen3):
+    """The engine's lock serializes requests; ``busy()`` shows one in flight meanwhile."""
+    tok = qwen3.tokenizer
+    texts = _texts(tok)
+    results = {}
+
+    def work(k, text):
+        results[k] = qwen3.encode_batch([text])[0]
+
+    jobs = [threading.Thread(target=work, args=(k, t)) for k, t in enumerate(texts)]
+    seen_busy = False
+    for j in jobs:
+        j.start()
+    while any(j.is_alive() for j in jobs):
+        seen_busy = seen_busy or qwen3.busy()
+        time.sleep(0.002)
+    assert seen_busy and not qwen3.busy()
+    for k, text in enumerate(texts):
+        check_ids(tok, text, *results[k], "threads")

@@ -1,0 +1,542 @@
+"""``GpuEngine``: the host side of the GPU pipeline -- tables, workspaces, launches, deliveries.
+
+The engine builds the device tables once per tokenizer (three named tuples,
+``device.TextTables``/``LiteralTrie``/``BpeTables``), keeps one workspace of
+buffers per input-size bucket, and launches the kernel chain of ``stages``,
+``scans`` and ``bpe`` on its backend's stream (``backends``); see the package
+docstring for the pipeline and its exactness argument.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import cuda
+
+from ...families import stability
+from ...textcheck import check_text
+from ..tables import EngineUnsupported
+from . import bpe, scans, stages
+from .backends import _make_backend
+from .device import (
+    BLOCK_MAX,
+    M_N,
+    M_NB,
+    M_NBIG,
+    M_NCAND,
+    M_NHUGE,
+    M_NLIT,
+    M_NMID,
+    M_NP,
+    M_NSEG,
+    M_NTOK,
+    M_SIZE,
+    M_UNSAFE,
+    MODE_LITERALS,
+    SMALL_MAX,
+    WARP_MAX,
+    BpeTables,
+    LiteralTrie,
+    TextTables,
+)
+from .sim import SIMULATOR
+
+
+# --- host side ------------------------------------------------------------------------------
+class GpuUnavailable(EngineUnsupported):
+    """No usable CUDA GPU (and no simulator): the GPU engine cannot run here."""
+
+
+_INT = np.int32  # index buffers (capacities stay far below 2**31)
+_COUNTS = (("chars", M_N), ("literals", M_NLIT), ("segments", M_NSEG), ("pieces", M_NP),
+           ("warp_pieces", M_NMID), ("block_pieces", M_NBIG), ("heap_pieces", M_NHUGE),
+           ("tokens", M_NTOK), ("nfc_unsafe_chars", M_UNSAFE))  # fmt: skip
+
+
+class _Workspace:
+    """Every buffer of one pipeline run, sized by a byte capacity (reused across requests)."""
+
+    def __init__(self, be, cap: int, engine: GpuEngine, docs: int = 1):
+        g = be.geometry
+        self.cap = cap
+        e = be.empty
+        self.params = e(4, np.int64)
+        self.meta = e(M_SIZE, np.int64)
+        self.u8 = e(cap, np.uint8)
+        for name in ("flag", "cidx", "lcand", "lidx", "cand", "ls", "le", "lid", "lmark", "cut",
+                     "sidx", "ends", "pflag", "pidx", "cnt", "toff", "wl_mid", "wl_big",
+                     "wl_huge", "otmp"):  # fmt: skip
+            setattr(self, name, e(cap, _INT))
+        has2 = engine._has2
+        for name in ("a_s", "a_e", "a_id"):  # pass-1 literals, only for two-pass tokenizers
+            setattr(self, name, e(cap if has2 else 1, _INT))
+        self.cps = e(cap, np.uint32)
+        self.fl = e(cap, np.uint16)
+        self.char_start = e(cap + 1, _INT)
+        self.seg_lo = e(cap + 1, _INT)
+        self.piece_lo = e(cap + 1, _INT)
+        for name in ("sym", "rnk", "nxt", "prv"):
+            setattr(self, name, e(cap, np.int64))
+        self.heap = e(3 * cap, np.int64)
+        self.packed = e(3 * cap, np.int64)
+        tile = g.scan_bd * g.scan_ipt
+        self.sums = e(-(-(cap + 1) // tile) + 1, np.int64)
+        self.set_docs(be, np.zeros(1, dtype=_INT), docs)
+        self.graph = None
+
+    def set_docs(self, be, doc_lo: np.ndarray, capacity: int | None = None) -> None:
+        need = max(len(doc_lo), capacity or 0, 1)
+        if getattr(self, "doc_cap", 0) < need:
+            self.doc_cap = need
+            self.doc_lo = be.empty(need, _INT)
+            self.doc_unsafe = be.empty(need, _INT)
+        be.put(self.doc_lo, doc_lo.astype(_INT))
+
+
+@dataclass
+class _Stats:
+    requests: int = 0
+    host_syncs: int = 0
+    kernel_launches: int = 0
+    graph_replays: int = 0
+    delegated_docs: int = 0
+    last: dict = field(default_factory=dict)
+
+
+class GpuEngine:
+    """toktier's exact GPU engine for one tokenizer (byte-level BPE families)."""
+
+    name = "gpu"
+
+    def __init__(self, tok, *, graphs: bool | None = None, block_max: int = BLOCK_MAX,
+                 buckets: tuple[int, ...] | None = None, cpu=None, _backend=None):  # fmt: skip
+        from ..cpu import CpuEngine, engine_for
+
+        if _backend is None and not self.available():
+            raise GpuUnavailable("no usable CUDA GPU with CuPy (and NUMBA_ENABLE_CUDASIM is off)")
+        self.tokenizer = tok
+        self._cpu = cpu or engine_for(tok) or CpuEngine(tok)  # raises EngineUnsupported
+        self.tables = t = self._cpu.tables
+        self._be = be = _backend or _make_backend()
+        if block_max < WARP_MAX:
+            raise ValueError(f"block_max must be >= {WARP_MAX}")
+        self.block_max = int(block_max)
+        self.buckets = tuple(sorted(buckets or be.buckets))
+        if graphs and be.simulator:
+            graphs = False
+        self.graphs = (not be.simulator) if graphs is None else bool(graphs)
+        self.graphs_reason = be.graphs_reason if be.simulator else ("" if self.graphs else "off")
+        self._has2 = bool(t.normalized_literals.size > 0)
+        class_of = stability.class_map(tok.family, tok.class_table, tok.hf.normalizer)
+        stable = np.ascontiguousarray(stability.cut_matrix(tok.family))
+        d = be.to_device
+        # The tables, on the device, as three named tuples (numba-cuda passes tuples of
+        # arrays as kernel arguments; the kernels read the fields by name).
+        self.text_tables = TextTables(
+            bits=d(t.bits),
+            fold=d(t.fold),
+            class_of=d(class_of.astype(np.uint8)),
+            stable=d(stable.astype(np.uint8)),
+            family=int(t.family_code),
+            nfc=bool(t.nfc),
+        )
+        self.tries = tuple(
+            LiteralTrie(d(trie.first), d(trie.keys), d(trie.child), d(trie.term))
+            for trie in (t.literals, t.normalized_literals)
+        )
+        self.bpe_tables = BpeTables(
+            byte_ids=d(t.byte_ids),
+            keys=d(t.pair_keys),
+            ranks=d(t.pair_ranks),
+            merged=d(t.pair_merged),
+            vkeys=d(t.vocab_keys),
+            vids=d(t.vocab_ids),
+            pool=d(t.pool),
+            pool_off=d(t.pool_off),
+            nbytes=d(t.token_nbytes),
+            ignore_merges=bool(t.ignore_merges),
+        )
+        self._lock = threading.Lock()
+        self._inflight = 0
+        self._inflight_lock = threading.Lock()
+        self._spaces: dict[int, _Workspace] = {}  # single requests (graphs live here)
+        self._batch_spaces: dict[int, _Workspace] = {}
+        self._stats = _Stats()
+        self.compile_seconds: float | None = None
+
+    def __repr__(self) -> str:
+        return f"GpuEngine({self.tokenizer.name!r}, backend={self._be.name}, graphs={self.graphs})"
+
+    # --- availability and state -------------------------------------------------------------
+    @classmethod
+    def available(cls) -> bool:
+        """True with the CUDA simulator on, or with a real CUDA GPU and CuPy importable."""
+        if SIMULATOR:
+            return True
+        try:
+            import cupy
+
+            return bool(cuda.is_available()) and cupy.cuda.runtime.getDeviceCount() > 0
+        except Exception:
+            return False
+
+    @property
+    def backend(self) -> str:
+        return self._be.name
+
+    def busy(self) -> bool:
+        """True while a request is in flight (a router may spill to the CPU meanwhile)."""
+        return self._inflight > 0
+
+    def stats(self) -> dict:
+        s = self._stats
+        per = s.host_syncs / s.requests if s.requests else 0.0
+        return {
+            "backend": self._be.name,
+            "graphs_enabled": self.graphs,
+            "graphs_reason": self.graphs_reason,
+            "requests": s.requests,
+            "host_syncs": s.host_syncs,
+            "host_syncs_per_request": per,
+            "kernel_launches": s.kernel_launches,
+            "graph_replays": s.graph_replays,
+            "delegated_docs": s.delegated_docs,
+            "buckets": list(self.buckets),
+            "captured_buckets": sorted(c for c, w in self._spaces.items() if w.graph is not None),
+            "last_request": dict(s.last),
+        }
+
+    def device_facts(self) -> dict:
+        return self._be.device_facts()
+
+    def synchronize(self) -> None:
+        """Wait for the engine's stream (timing of device-array delivery; not a request)."""
+        self._be.synchronize()
+
+    @contextlib.contextmanager
+    def _request(self, kind: str, docs: int = 1):
+        """One request: the device lock, in-flight flag and per-request sync accounting."""
+        with self._inflight_lock:
+            self._inflight += 1
+        try:
+            with self._be.lock, self._lock:
+                s0, l0 = self._be.syncs, self._be.launches
+                info = {"kind": kind, "docs": docs, "graph": False, "delegated": 0}
+                yield info
+                info["host_syncs"] = self._be.syncs - s0
+                info["kernel_launches"] = self._be.launches - l0
+                st = self._stats
+                st.requests += 1
+                st.host_syncs += info["host_syncs"]
+                st.kernel_launches += info["kernel_launches"]
+                st.graph_replays += int(info["graph"])
+                st.delegated_docs += info["delegated"]
+                st.last = info
+        finally:
+            with self._inflight_lock:
+                self._inflight -= 1
+
+    # --- workspaces and the kernel chain ----------------------------------------------------
+    def _capacity(self, nb: int) -> int:
+        for c in self.buckets:
+            if nb <= c:
+                return c
+        top = self.buckets[-1]
+        return -(-nb // top) * top
+
+    def _workspace(self, nb: int, *, batch: bool = False) -> _Workspace:
+        """The workspace of ``nb``'s bucket.  Batches have their own (their document arrays
+        grow, which would leave a captured graph pointing at freed buffers)."""
+        spaces = self._batch_spaces if batch else self._spaces
+        cap = self._capacity(nb)
+        ws = spaces.get(cap)
+        if ws is None:
+            if cap > self.buckets[-1]:  # one oversized workspace at a time
+                for c in [c for c in spaces if c > self.buckets[-1]]:
+                    self._be.forget(spaces.pop(c))
+            ws = spaces[cap] = _Workspace(self._be, cap, self)
+        return ws
+
+    def _scan(self, ws: _Workspace, len_idx: int, src, dst, total_idx: int) -> None:
+        g = self._be.geometry
+        L = self._be.launch
+        tile = g.scan_bd * g.scan_ipt
+        blocks = g.blocks(ws.cap + 1, tile)
+        L(scans.k_scan_reduce, blocks, g.scan_bd, ws.meta, len_idx, src, ws.sums, g.scan_ipt)
+        L(scans.k_scan_sums, 1, g.scan_bd, ws.meta, len_idx, total_idx, ws.sums, tile)
+        L(scans.k_scan_apply, blocks, g.scan_bd, ws.meta, len_idx, src, dst, ws.sums,
+          g.scan_ipt)  # fmt: skip
+
+    def _pipeline(self, ws: _Workspace, *, literals: bool, stage: str) -> None:
+        """Launch the chain on the stream; nothing here reads the device (graph-capturable).
+
+        Kernels are looked up on their modules at each launch (``stages.k_cuts``...), so
+        a test can substitute one.
+        """
+        be, g = self._be, self._be.geometry
+        text, (raw, norm), tables = self.text_tables, self.tries, self.bpe_tables
+        L = be.launch
+        S = stages
+        cap = ws.cap
+        el = g.blocks(cap, g.bd)
+        L(S.k_begin, 1, 1, ws.params, ws.meta)
+        L(S.k_start_flags, el, g.bd, ws.meta, ws.u8, ws.flag, ws.doc_unsafe)
+        self._scan(ws, M_NB, ws.flag, ws.cidx, M_N)
+        L(S.k_decode, el, g.bd, ws.meta, ws.u8, ws.flag, ws.cidx, text, raw, norm, ws.doc_lo,
+          ws.cps, ws.char_start, ws.fl, ws.lcand, ws.lmark, ws.doc_unsafe)  # fmt: skip
+        if literals:
+            self._scan(ws, M_N, ws.lcand, ws.lidx, M_NCAND)
+            L(S.k_compact, el, g.bd, ws.meta, M_N, ws.lcand, ws.lidx, ws.cand)
+            L(S.k_lit_walk, 1, 1, ws.meta, ws.cps, ws.cand, ws.doc_lo, raw, norm, self._has2,
+              ws.a_s, ws.a_e, ws.a_id, ws.ls, ws.le, ws.lid)  # fmt: skip
+            L(S.k_mark_literals, el, g.bd, ws.meta, ws.ls, ws.le, ws.lmark)
+        L(S.k_mark_docs, el, g.bd, ws.meta, ws.doc_lo, ws.lmark)
+        L(S.k_cuts, el, g.bd, ws.meta, ws.cps, ws.fl, text, ws.lmark, ws.cut)
+        self._scan(ws, M_N, ws.cut, ws.sidx, M_NSEG)
+        L(S.k_compact, el, g.bd, ws.meta, M_N, ws.cut, ws.sidx, ws.seg_lo)
+        L(S.k_close, 1, 1, ws.meta, M_NSEG, M_N, ws.seg_lo)
+        if stage == "cuts":
+            return
+        L(S.k_pretokenize, el, g.bd, ws.meta, ws.seg_lo, ws.cps, ws.fl, text, ws.lmark, ws.ends,
+          ws.pflag)  # fmt: skip
+        self._scan(ws, M_N, ws.pflag, ws.pidx, M_NP)
+        L(S.k_compact, el, g.bd, ws.meta, M_N, ws.pflag, ws.pidx, ws.piece_lo)
+        L(S.k_close, 1, 1, ws.meta, M_NP, M_N, ws.piece_lo)
+        if stage == "pieces":
+            return
+        L(bpe.k_bpe_small, el, g.bd, ws.meta, ws.piece_lo, ws.char_start, ws.u8, ws.lmark, ws.lid,
+          tables, self.block_max, ws.otmp, ws.cnt, ws.wl_mid, ws.wl_big, ws.wl_huge)  # fmt: skip
+        lists = (ws.piece_lo, ws.char_start, ws.u8, tables, ws.sym, ws.rnk, ws.nxt, ws.prv)
+        mid_blocks = g.blocks(-(-cap // (SMALL_MAX + 1)), g.warp_bd // 32)
+        L(bpe.k_bpe_warp, mid_blocks, g.warp_bd, ws.meta, ws.wl_mid, *lists, ws.otmp, ws.cnt)
+        L(bpe.k_bpe_block, g.blocks(cap, WARP_MAX + 1), g.block_bd, ws.meta, ws.wl_big, *lists,
+          ws.otmp, ws.cnt)  # fmt: skip
+        L(bpe.k_bpe_huge, g.blocks(-(-cap // (self.block_max + 1)), g.huge_bd), g.huge_bd,
+          ws.meta, ws.wl_huge, *lists, ws.heap, ws.otmp, ws.cnt)  # fmt: skip
+        self._scan(ws, M_NP, ws.cnt, ws.toff, M_NTOK)
+        L(S.k_output, el, g.bd, ws.meta, ws.piece_lo, ws.char_start, ws.lmark, ws.lid, ws.toff,
+          ws.cnt, ws.otmp, tables, ws.packed)  # fmt: skip
+
+    def _run(self, ws: _Workspace, u8: np.ndarray, doc_lo: np.ndarray, *, literals: bool,
+             stage: str, info: dict) -> np.ndarray:  # fmt: skip
+        """Upload, run the chain (graph replay when possible), fetch ``meta`` (1 sync)."""
+        be = self._be
+        be.put(ws.u8, u8)
+        mode = MODE_LITERALS if literals else 0
+        be.put(ws.params, np.array([u8.size, len(doc_lo), mode, 0], dtype=np.int64))
+        # Single-request workspaces keep doc_lo = [0] from their creation: it never grows,
+        # so a captured graph's pointers stay valid.
+        single = ws in self._spaces.values()
+        use_graph = self.graphs and single and literals and stage == "ids"
+        if use_graph and ws.graph is None:
+            ws.graph = self._capture(ws)
+        if use_graph and ws.graph is not None:
+            ws.graph.launch(be.stream)  # GPU-only
+            info["graph"] = True
+        else:
+            self._pipeline(ws, literals=literals, stage=stage)
+        meta = be.fetch(ws.meta, M_SIZE)
+        for key, idx in _COUNTS:  # device counts, summed over the runs of a request
+            info[key] = info.get(key, 0) + int(meta[idx])
+        return meta
+
+    def _capture(self, ws: _Workspace):  # GPU-only
+        """The bucket's bytes->IDs chain as a CUDA graph; on failure, eager from then on."""
+        try:
+            return self._be.capture(lambda: self._pipeline(ws, literals=True, stage="ids"))
+        except Exception as exc:  # keep serving eagerly, and say why
+            self.graphs = False
+            self.graphs_reason = f"capture failed: {type(exc).__name__}: {exc}"
+            return None
+
+    # --- single request -------------------------------------------------------------------
+    def _single(self, text: str, info: dict):
+        """Run one text; returns (meta, ws) or None when the text was empty."""
+        check_text(text)
+        u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        if not u8.size:
+            return None
+        ws = self._workspace(u8.size)
+        meta = self._run(ws, u8, np.zeros(1, dtype=_INT), literals=True, stage="ids", info=info)
+        return meta, ws
+
+    def _delegate(self, text: str, info: dict):
+        info["delegated"] += 1
+        return self._cpu.encode_full(text)
+
+    @staticmethod
+    def _empty():
+        z = np.zeros(0, dtype=np.int64)
+        return z.astype(np.uint32), z, z.copy()
+
+    def encode(self, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ids uint32, starts int64, ends int64): exact IDs and character spans (2 host syncs)."""
+        with self._request("encode") as info:
+            r = self._single(text, info)
+            if r is None:
+                return self._empty()
+            meta, ws = r
+            if meta[M_UNSAFE]:
+                return self._delegate(text, info)
+            n = int(meta[M_NTOK])
+            packed = self._be.fetch(ws.packed, 3 * n)
+            return packed[:n].astype(np.uint32), packed[n : 2 * n], packed[2 * n :]
+
+    encode_full = encode  # the device path is the full path
+
+    def export_spans(self, text: str) -> np.ndarray:
+        """int64[3, n] = (ids, starts, ends), delivered in one device->host copy."""
+        with self._request("export") as info:
+            r = self._single(text, info)
+            if r is None:
+                return np.zeros((3, 0), dtype=np.int64)
+            meta, ws = r
+            if meta[M_UNSAFE]:
+                return np.stack(self._delegate(text, info)).astype(np.int64)
+            n = int(meta[M_NTOK])
+            return self._be.fetch(ws.packed, 3 * n).reshape(3, n)
+
+    def encode_list(self, text: str) -> list[int]:
+        """The IDs as a Python list (list delivery: ids copied alone, then ``tolist``)."""
+        with self._request("list") as info:
+            r = self._single(text, info)
+            if r is None:
+                return []
+            meta, ws = r
+            if meta[M_UNSAFE]:
+                return self._delegate(text, info)[0].tolist()
+            return self._be.fetch(ws.packed, int(meta[M_NTOK])).tolist()
+
+    def encode_arrays(self, text: str):
+        """(ids int64, starts, ends) left on the device (CuPy; NumPy under the simulator).
+
+        One host synchronization (the token count); the arrays are a fresh device
+        copy, so the next request does not overwrite them.
+        """
+        with self._request("arrays") as info:
+            r = self._single(text, info)
+            if r is None:
+                z = self._be.host_to_device_array(np.zeros(0, dtype=np.int64))
+                return z, z, z
+            meta, ws = r
+            if meta[M_UNSAFE]:
+                ids, s, e = self._delegate(text, info)
+                h = self._be.host_to_device_array
+                return h(ids.astype(np.int64)), h(s), h(e)
+            n = int(meta[M_NTOK])
+            out = self._be.device_copy(ws.packed, 3 * n)
+            return out[:n], out[n : 2 * n], out[2 * n :]
+
+    # --- split level and cuts (certification) ---------------------------------------------
+    def split(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """Piece (start, end) offsets of the pre-tokenizer on ``text`` as one input, on the device."""
+        return self.split_batch([text])[0]
+
+    def split_batch(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``split`` of every text, in one pipeline run (documents cut apart, no literals)."""
+        with self._request("split", len(texts)) as info:
+            return self._batch(texts, info, literals=False, stage="pieces")
+
+    def certified_cuts(self, text: str) -> np.ndarray:
+        """Every position the device predicate cuts ``text`` at (literal edges included)."""
+        with self._request("cuts") as info:
+            check_text(text)
+            u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+            if not u8.size:
+                return np.zeros(0, dtype=np.int64)
+            ws = self._workspace(u8.size)
+            meta = self._run(ws, u8, np.zeros(1, dtype=_INT), literals=True, stage="cuts",
+                             info=info)  # fmt: skip
+            seg = self._be.fetch(ws.seg_lo, int(meta[M_NSEG]))
+            return seg[1:].astype(np.int64)
+
+    # --- batches ----------------------------------------------------------------------------
+    def encode_batch(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Every document's (ids, starts, ends), from one pipeline run per workspace-full.
+
+        Documents are concatenated with a forced cut at every document start (and
+        literals never cross a document end), so each equals its own encode.
+        """
+        with self._request("batch", len(texts)) as info:
+            return self._batch(texts, info, literals=True, stage="ids")
+
+    def _batch(self, texts: list[str], info: dict, *, literals: bool, stage: str) -> list:
+        for t in texts:
+            check_text(t)
+        out: list = []
+        group: list[str] = []
+        size = 0
+        limit = self.buckets[-1]
+        for t in texts:
+            nb = len(t.encode("utf-8"))
+            if group and size + nb > limit:
+                out.extend(self._batch_run(group, info, literals=literals, stage=stage))
+                group, size = [], 0
+            group.append(t)
+            size += nb
+        if group:
+            out.extend(self._batch_run(group, info, literals=literals, stage=stage))
+        return out
+
+    def _batch_run(self, texts: list[str], info: dict, *, literals: bool, stage: str) -> list:
+        lens = np.array([len(t) for t in texts], dtype=np.int64)
+        doc_lo = np.zeros(len(texts), dtype=np.int64)
+        np.cumsum(lens[:-1], out=doc_lo[1:])
+        u8 = np.frombuffer("".join(texts).encode("utf-8"), dtype=np.uint8)
+        if not u8.size:
+            empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+            return [empty if stage == "pieces" else self._empty() for _ in texts]
+        ws = self._workspace(u8.size, batch=True)
+        ws.set_docs(self._be, doc_lo)
+        meta = self._run(ws, u8, doc_lo, literals=literals, stage=stage, info=info)
+        bounds = np.append(doc_lo, int(lens.sum()))
+        if stage == "pieces":
+            npieces = int(meta[M_NP])
+            lo = self._be.fetch(ws.piece_lo, npieces + 1).astype(np.int64)
+            cut = np.searchsorted(lo[:-1], bounds, side="left")
+            return [
+                (lo[cut[d] : cut[d + 1]] - bounds[d], lo[cut[d] + 1 : cut[d + 1] + 1] - bounds[d])
+                for d in range(len(texts))
+            ]
+        unsafe = np.zeros(len(texts), dtype=bool)
+        if meta[M_UNSAFE]:
+            unsafe = self._be.fetch(ws.doc_unsafe, len(texts)).astype(bool)
+        n = int(meta[M_NTOK])
+        packed = self._be.fetch(ws.packed, 3 * n)
+        ids, starts, ends = packed[:n], packed[n : 2 * n], packed[2 * n :]
+        cut = np.searchsorted(starts, bounds, side="left")
+        res = []
+        for d, text in enumerate(texts):
+            if unsafe[d]:
+                res.append(self._delegate(text, info))
+                continue
+            a, b = cut[d], cut[d + 1]
+            base = bounds[d]
+            res.append((ids[a:b].astype(np.uint32), starts[a:b] - base, ends[a:b] - base))
+        return res
+
+    # --- warm-up ----------------------------------------------------------------------------
+    def warmup(self, *, capture: bool = True) -> float:
+        """Compile every kernel (first launches) and capture every bucket's graph; returns seconds."""
+        t0 = time.perf_counter()
+        # Every kernel is launched by any run (the warp/block/heap kernels with empty work
+        # lists too), so one short text of each path compiles the whole chain.
+        sample = "Hello, world! It's 2026 — 123456789 spaces   \n\n\tx\r\n"
+        lits = [t.content for t in self.tokenizer.added_tokens[:2] if t.content]
+        self.encode_batch([sample, "".join(lits) + sample])
+        self.encode(sample)
+        self.split(sample)
+        if capture and self.graphs:
+            with self._be.lock, self._lock:
+                for cap in self.buckets:
+                    ws = self._spaces.get(cap) or self._spaces.setdefault(
+                        cap, _Workspace(self._be, cap, self)
+                    )
+                    if ws.graph is None and self.graphs:
+                        ws.graph = self._capture(ws)
+        self.compile_seconds = time.perf_counter() - t0
+        return self.compile_seconds
