@@ -23,6 +23,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from .engine.protocol import Engine, OffloadEngine
+
 DEFAULT_GPU_MIN_CHARS = 2048  # below ~2 KB a transfer and launch cost more than the CPU (engine.md)
 DEFAULT_DELTA_MIN_CHARS = 8192  # appends below this always repair: small work, no prediction needed
 _CALIBRATION_CHARS = 1 << 16
@@ -55,10 +57,10 @@ class Router:
 
     def __init__(
         self,
-        cpu,
+        cpu: Engine | None,
         *,
-        gpu=None,
-        reference=None,
+        gpu: OffloadEngine | None = None,
+        reference: Engine | None = None,
         gpu_min_chars: int = DEFAULT_GPU_MIN_CHARS,
         reference_below_chars: int = 0,
         delta_aware: bool = True,
@@ -69,6 +71,8 @@ class Router:
     ):
         if gpu_min_chars < 0 or reference_below_chars < 0:
             raise ValueError("size thresholds must be >= 0")
+        if gpu is not None and not isinstance(gpu, OffloadEngine):
+            raise TypeError(f"gpu must be an OffloadEngine (engine.protocol), got {gpu!r}")
         self.cpu, self.gpu, self.reference = cpu, gpu, reference
         self.gpu_min_chars = gpu_min_chars
         self.reference_below_chars = reference_below_chars
@@ -83,8 +87,7 @@ class Router:
         """Measure the repair and full throughputs on ``sample`` (start-up, never per request)."""
         text = (sample * (_CALIBRATION_CHARS // max(1, len(sample)) + 1))[:_CALIBRATION_CHARS]
         self.repair_chars_per_s = _throughput(self.cpu.encode, text)
-        full = getattr(self.cpu, "encode_full", self.cpu.encode)
-        self.full_chars_per_s["cpu"] = _throughput(full, text)
+        self.full_chars_per_s["cpu"] = _throughput(self.cpu.encode_full, text)
         if self.gpu is not None:
             self.full_chars_per_s["gpu"] = _throughput(self.gpu.encode_full, text)
         return {"repair": self.repair_chars_per_s, **self.full_chars_per_s}
@@ -124,7 +127,7 @@ class Router:
             )
         return REPAIR_HIT
 
-    def engine(self, route: Route):
+    def engine(self, route: Route) -> Engine:
         """The engine that serves a full-encode route."""
         if route.name == "gpu":
             return self.gpu

@@ -12,6 +12,7 @@ import numpy as np
 
 from . import diff, repair
 from .engine import ReferenceEngine, default_engine
+from .engine.protocol import Engine, OffloadEngine
 from .errors import SessionTokenizerMismatchError, UnknownSessionError
 from .registry import Tokenizer, load
 from .router import Route, Router
@@ -116,11 +117,12 @@ def _check_options(window, max_widenings, ttl_s, max_bytes, repair_impl, gpu, gp
         )
     if repair_impl not in ("compiled", "python"):
         raise ValueError(f"repair_impl must be 'compiled' or 'python', got {repair_impl!r}")
-    engine_like = not isinstance(gpu, (str, bool, int)) and hasattr(gpu, "encode")
-    if not (gpu is None or gpu == "auto" or engine_like):
+    if not (
+        gpu is None or isinstance(gpu, OffloadEngine) or (isinstance(gpu, str) and gpu == "auto")
+    ):
         raise TypeError(
-            f"gpu must be 'auto', None (no GPU) or a GPU engine such as GpuEngine(tokenizer), "
-            f"got {gpu!r}"
+            f"gpu must be 'auto', None (no GPU) or a GPU engine such as GpuEngine(tokenizer) "
+            f"(engine.protocol.OffloadEngine: name, encode, encode_full, warmup, busy), got {gpu!r}"
         )
     if gpu_min_chars is not None and (not _is_int(gpu_min_chars) or gpu_min_chars < 0):
         raise (ValueError if _is_int(gpu_min_chars) else TypeError)(
@@ -189,11 +191,16 @@ class Tier:
     ):
         _check_options(window, max_widenings, ttl_s, max_bytes, repair_impl, gpu, gpu_min_chars,
                        delta_aware, verify_rate, quarantine_sessions)  # fmt: skip
+        if engine is not None and not isinstance(engine, Engine):
+            raise TypeError(
+                "engine must be an exact engine (engine.protocol.Engine: name, encode, "
+                f"encode_full, warmup), got {engine!r}"
+            )
         self.tokenizer = tokenizer if isinstance(tokenizer, Tokenizer) else load(tokenizer)
         # The window engine (repair) and the full path: the certified numba engine where the
         # family has one, else the reference.  Compiling happens here, never in a request.
         self.engine = engine if engine is not None else default_engine(self.tokenizer)
-        self.engine_warmup_s = self.engine.warmup() if hasattr(self.engine, "warmup") else 0.0
+        self.engine_warmup_s = self.engine.warmup()
         reference = (
             self.engine
             if isinstance(self.engine, ReferenceEngine)
@@ -201,7 +208,7 @@ class Tier:
         )
         self._supported = self.engine is not reference
         gpu_engine = _auto_gpu(self.tokenizer) if gpu == "auto" else gpu
-        if gpu_engine is not None and hasattr(gpu_engine, "warmup"):
+        if gpu_engine is not None:
             self.engine_warmup_s += gpu_engine.warmup()
         router_kw = {} if gpu_min_chars is None else {"gpu_min_chars": gpu_min_chars}
         self.router = Router(
@@ -411,7 +418,7 @@ class Tier:
         self._count(f"route_{route.name}")
         if route.reason.startswith("GPU busy"):
             self._count("spills")
-        return getattr(engine, "encode_full", engine.encode)(text)
+        return engine.encode_full(text)
 
     def _offer(self, ids, text, path, session) -> None:
         """``ids``: a read-only array, or a callable returning one (resolved if sampled)."""

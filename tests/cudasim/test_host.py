@@ -9,6 +9,7 @@ import pytest
 
 import toktier
 from toktier.engine import gpu
+from toktier.engine.protocol import Engine, OffloadEngine
 
 from .checks import check_ids
 
@@ -108,3 +109,9 @@ def test_requests_from_threads_are_serialized(qwen3):
     assert seen_busy and not qwen3.busy()
     for k, text in enumerate(texts):
         check_ids(tok, text, *results[k], "threads")
+
+
+def test_the_gpu_engine_has_the_engine_interfaces(engine):
+    eng = engine("llama3")
+    assert isinstance(eng, Engine) and isinstance(eng, OffloadEngine)
+    assert isinstance(eng._cpu, Engine) and not isinstance(eng._cpu, OffloadEngine)

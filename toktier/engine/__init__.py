@@ -1,5 +1,7 @@
 """Exact engines.  Each has ``name``, ``encode(text) -> (ids, starts, ends)`` numpy arrays
-(single thread: repair windows) and ``encode_full(text)`` (the full path, may use every core).
+(single thread: repair windows), ``encode_full(text)`` (the full path, may use every core) and
+``warmup() -> float`` -- the ``engine.protocol.Engine`` interface ``Tier`` and ``Router`` use
+(the GPU engine is also an ``OffloadEngine``: ``busy()``).
 
 - ``reference``: HF tokenizers itself (every family; WordPiece and unsupported stay here);
 - ``cpu``: toktier's numba engine for the byte-level BPE families, certified against the
