@@ -82,3 +82,36 @@ def test_warp_block_and_heap_bpe_paths():
     info = eng.stats()["last_request"]
     assert info["warp_pieces"] == 1 and info["block_pieces"] == 1 and info["heap_pieces"] == 1
     check_ids(tok, doc, ids, s, e, "bpe paths")
+
+
+@cuda.jit
+def k_fails(out, where):
+    t = cuda.threadIdx.x
+    cuda.syncthreads()
+    if t == 3:
+        raise ValueError("boom")  # the simulator runs kernels as Python
+    if where == 0:
+        cuda.syncthreads()
+    else:
+        out[t] = cuda.shfl_sync(0xFFFFFFFF, t, 0)
+    out[t] = 1
+
+
+@cuda.jit
+def k_early_exit(out):
+    t = cuda.threadIdx.x
+    if t >= 16:
+        return  # the barrier then counts the live threads only, as the simulator's own does
+    cuda.syncthreads()
+    out[t] = 1
+
+
+@pytest.mark.parametrize("where", [0, 1])
+def test_simulated_barriers_abort_instead_of_hanging(where):
+    """A thread that fails releases the others (block and warp barriers) and its error is
+    the one raised; threads that return early no longer count at later barriers."""
+    out = np.zeros(64, dtype=np.int64)
+    with pytest.raises(ValueError, match="boom"):
+        k_fails[1, 64](out, where)
+    k_early_exit[1, 64](out)
+    assert out[:16].tolist() == [1] * 16
