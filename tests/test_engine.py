@@ -83,6 +83,32 @@ def test_real_text_and_parallel_cuts(engine, trajectory_archive):
         assert left + right == full
 
 
+def test_parallel_parts_are_cut_where_both_sides_encode_alone(engine):
+    """``encode_parallel`` finds its cuts from small windows (``_byte_cut_near``): dense added-
+    token literals, literal prefixes, NFC-unsafe and multi-byte characters around every target
+    still give the reference's IDs and spans, and each cut satisfies ref(left) + ref(right) ==
+    ref(whole) by the reference alone."""
+    tok = engine.tokenizer
+    lits = [t.content for t in tok.added_tokens if t.content][:12]
+    pieces = [*lits, *(x[: len(x) // 2] for x in lits), "x", " ", "  ", "\n", "1", "é", "e\u0301",
+              "中文", "😀", "don't", "ab cd", "\t"]  # fmt: skip
+    rng = random.Random(7)
+    enc = tok.hf.encode
+    for parts in (2, 3, 5):
+        for _ in range(6):
+            text = "".join(rng.choice(pieces) for _ in range(rng.randint(200, 1200)))
+            ids, starts, ends = engine.encode_parallel(text, threads=parts, min_chars=0)
+            ref = enc(text, add_special_tokens=False)
+            assert ids.tolist() == ref.ids
+            assert list(zip(starts.tolist(), ends.tolist(), strict=True)) == ref.offsets
+            u8 = np.frombuffer(text.encode(), np.uint8)
+            bounds = engine._part_bounds(u8, parts)
+            for c in bounds[1:-1]:
+                p = len(u8[:c].tobytes().decode())
+                left = enc(text[:p], add_special_tokens=False).ids
+                assert left + enc(text[p:], add_special_tokens=False).ids == ref.ids, (p, text)
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -22,7 +22,9 @@ from __future__ import annotations
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from itertools import pairwise
 from typing import NamedTuple
 
 import numba
@@ -45,6 +47,7 @@ LONG_SLOTS = _rules.LONG_SLOTS
 LONG_COLS = _rules.LONG_COLS
 utf8_decode = RULES.utf8_decode
 decode_at = RULES.decode_at
+literal_at = RULES.literal_at
 pretokenize_segment = RULES.pretokenize_segment
 literal_scan = RULES.literal_scan
 encode_range = RULES.encode_range
@@ -65,40 +68,6 @@ def _prepare(u8, bits, cps, char_start, fl):
     n = utf8_decode(u8, cps, char_start)
     for i in range(n):
         fl[i] = bits[cps[i]]
-    return n
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def _prepare_parallel(u8, bits, cps, char_start, fl, parts):
-    """``_prepare`` on ``parts`` threads: the bytes cut at character starts, each part's
-    characters counted, then decoded and classified into place.  Same result."""
-    nb = u8.size
-    cut = np.empty(parts + 1, dtype=np.int64)
-    for k in range(parts + 1):
-        b = nb * k // parts
-        while 0 < b < nb and (u8[b] & 0xC0) == 0x80:
-            b += 1
-        cut[k] = b
-    chars = np.zeros(parts + 1, dtype=np.int64)
-    for k in numba.prange(parts):
-        c = 0
-        for b in range(cut[k], cut[k + 1]):
-            c += (u8[b] & 0xC0) != 0x80
-        chars[k + 1] = c
-    for k in range(parts):
-        chars[k + 1] += chars[k]
-    for k in numba.prange(parts):
-        i = chars[k]
-        b = cut[k]
-        while b < cut[k + 1]:
-            cp, w = decode_at(u8, b)
-            cps[i] = cp
-            char_start[i] = b
-            fl[i] = bits[cp]
-            i += 1
-            b += w
-    n = chars[parts]
-    char_start[n] = nb
     return n
 
 
@@ -157,6 +126,63 @@ def _cut_ok(p, n, cps, fl, class_of, stable, nfc, ls, le, nlit):
     edge = k >= 0 and (ls[k] == p or le[k] == p)  # literal boundaries split the input too
     inside = k >= 0 and le[k] > p
     return _certified_cut(p, n, edge, inside, cps, fl, class_of, stable, nfc)
+
+
+@numba.njit(cache=True, nogil=True)
+def _crossed(cps, q0, p, m, first, tkeys, tchild, term):
+    """Does any literal of the trie that starts in ``[q0, p)`` end after ``p``?"""
+    for q in range(q0, p):
+        if first[cps[q]] != 0:
+            e, _t = literal_at(cps, q, m, first, tkeys, tchild, term)
+            if e > p:
+                return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def _byte_cut_near(u8, target, search, bits, class_of, stable, nfc, f1, k1, c1, t1, f2, k2, c2,
+                   t2, has2, maxlit):  # fmt: skip
+    """A byte offset at or after ``target`` (within ``search`` bytes) where the text may be
+    cut and both sides encoded alone, found by decoding only a window around it; -1: none.
+
+    The cut must satisfy ``rules.cut_ok`` (stable class pair, NFC-safe), and no added-token
+    literal occurrence of either trie may cross it (checked at every start within the
+    longest literal's length before it, so the whole text's leftmost-longest scan has a
+    boundary there as well).
+    """
+    nb = u8.size
+    b = target
+    while 0 < b < nb and (u8[b] & 0xC0) == 0x80:
+        b += 1
+    lo = max(0, b - 4 * (maxlit + 2))
+    while lo > 0 and (u8[lo] & 0xC0) == 0x80:
+        lo -= 1
+    hi = min(nb, b + search)
+    while hi < nb and (u8[hi] & 0xC0) == 0x80:
+        hi += 1
+    w = hi - lo
+    cps = np.empty(w, dtype=np.uint32)
+    cs = np.empty(w + 1, dtype=np.int64)
+    fl = np.empty(w, dtype=np.uint16)
+    m = utf8_decode(u8[lo:hi], cps, cs)
+    for i in range(m):
+        fl[i] = bits[cps[i]]
+    i0 = 0
+    while i0 < m and cs[i0] + lo < b:
+        i0 += 1
+    # p must have maxlit characters before it in the window (unless the window starts the text)
+    first_p = max(i0, 1 if lo == 0 else maxlit + 1)
+    last_p = m if hi == nb else m - maxlit - 1  # a literal crossing p must fit in the window
+    for p in range(first_p, last_p):
+        if not _certified_cut(p, m + 1, False, False, cps, fl, class_of, stable, nfc):
+            continue
+        q0 = max(0, p - maxlit)
+        if _crossed(cps, q0, p, m, f1, k1, c1, t1):
+            continue
+        if has2 and _crossed(cps, q0, p, m, f2, k2, c2, t2):
+            continue
+        return lo + cs[p]
+    return -1
 
 
 @numba.njit(cache=True, nogil=True)
@@ -433,6 +459,10 @@ class CpuEngine:
         self._pool: list[tuple[np.ndarray, np.ndarray]] = []
         self._pool_lock = threading.Lock()
         self._threads_seen = 0
+        self._parts_pool: ThreadPoolExecutor | None = None
+        self._max_literal = max(
+            (len(x.content) for x in tok.added_tokens if x.content), default=0
+        )
         # The file's added tokens must match as the engine matches them, or the tokenizer
         # stays on the reference (issue #13): asked of the reference, not of the file.
         self.literal_probes = check_literals(tok, lambda text: self.encode(text)[0])
@@ -524,7 +554,7 @@ class CpuEngine:
         p = self.prepare(np.frombuffer(text.encode("utf-8"), dtype=np.uint8))
         return _all_cuts(*p.cut_args)
 
-    def prepare(self, u8: np.ndarray, wk: Workspace | None = None, parts: int = 1) -> _Prepared:
+    def prepare(self, u8: np.ndarray, wk: Workspace | None = None) -> _Prepared:
         """Decode, gather classes and extract added-token literals (host side of every path).
 
         With ``wk`` the arrays are the workspace's (valid until this thread's next call).
@@ -533,10 +563,7 @@ class CpuEngine:
         if wk is None:
             wk = new_workspace(u8.size)
         cps, char_start, fl, ls, le, lid = wk.cps, wk.char_start, wk.fl, wk.ls, wk.le, wk.lid
-        if parts > 1 and u8.size >= MIN_PARALLEL_CHARS:
-            n = _prepare_parallel(u8, t.bits, cps, char_start, fl, parts)
-        else:
-            n = _prepare(u8, t.bits, cps, char_start, fl)
+        n = _prepare(u8, t.bits, cps, char_start, fl)
         nlit = _find_literals(cps, n, *self._trie_args, ls, le, lid)
         cut_args = (n, cps, fl, self._class_of, self._stable, t.nfc, ls, le, nlit)
         return _Prepared(n, cps, char_start, fl, ls, le, lid, nlit, cut_args)
@@ -570,19 +597,88 @@ class CpuEngine:
     def encode_parallel(
         self, text: str, threads: int | None = None, *, min_chars: int = MIN_PARALLEL_CHARS
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Like ``encode``, with the text cut at certified boundaries into one chunk per thread."""
+        """Like ``encode``, with the text cut at certified boundaries into one part per thread.
+
+        The cuts are found by decoding small windows only (``_byte_cut_near``); each
+        part then runs the whole single-thread path (decode, literals, pieces) on its
+        own thread, so nothing but the final concatenation is serial.  NFC text with
+        unsafe characters takes the segmented path (reference stretches).
+        """
         check_text(text)
-        if len(text) < min_chars:
+        threads = threads or self.threads
+        if len(text) < min_chars or threads <= 1:
             return self.encode(text)
         u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-        return self._encode_segmented(text, u8, threads=threads or self.threads)
+        bounds = self._part_bounds(u8, threads)
+        if len(bounds) > 2:
+            out = self._encode_parts(u8, bounds)
+            if out is not None:
+                return out
+        return self._encode_segmented(text, u8, threads=threads)
+
+    def _encode_u8(self, u8: np.ndarray):
+        """The single-thread path on UTF-8 bytes: (ids, starts, ends, ok)."""
+        t = self.tables
+        return _encode_text(u8, t.bits, t.fold, t.family_code, t.nfc, *self._trie_args, self.bpe,
+                            *self._cache(), self._workspace(u8.size))  # fmt: skip
+
+    def _part_bounds(self, u8: np.ndarray, parts: int) -> list[int]:
+        """Byte offsets ``[0, c1, ..., len]`` of certified cuts near equal part sizes."""
+        t = self.tables
+        nb = u8.size
+        out = [0]
+        for k in range(1, parts):
+            target = max(nb * k // parts, out[-1] + 1)
+            c = _byte_cut_near(u8, target, CUT_SEARCH, t.bits, self._class_of, self._stable,
+                               t.nfc, *self._trie_args, self._max_literal)  # fmt: skip
+            if c > out[-1] and c < nb:
+                out.append(int(c))
+        out.append(nb)
+        return out
+
+    def _encode_parts(self, u8: np.ndarray, bounds: list[int]):
+        """Encode ``u8[bounds[k]:bounds[k+1]]`` on one thread each and join them; None when a
+        part needs the segmented path (an NFC tokenizer met an unsafe character)."""
+        pool = self._executor(len(bounds) - 2)
+        futures = [
+            pool.submit(self._encode_u8, u8[a:b])
+            for a, b in pairwise(bounds[1:])
+        ]
+        results = [self._encode_u8(u8[bounds[0] : bounds[1]])]
+        results += [f.result() for f in futures]
+        if not all(r[3] for r in results):
+            return None
+        total = sum(r[0].size for r in results)
+        ids = np.empty(total, dtype=np.uint32)
+        starts = np.empty(total, dtype=np.int64)
+        ends = np.empty(total, dtype=np.int64)
+        pos = chars = 0
+        for r_ids, r_s, r_e, _ok in results:
+            k = r_ids.size
+            ids[pos : pos + k] = r_ids
+            np.add(r_s, chars, out=starts[pos : pos + k])
+            np.add(r_e, chars, out=ends[pos : pos + k])
+            pos += k
+            chars += int(r_e[-1]) if k else 0  # a part's tokens cover all its characters
+        return ids, starts, ends
+
+    def _executor(self, workers: int) -> ThreadPoolExecutor:
+        """Threads for ``_encode_parts`` (the caller's thread encodes the first part)."""
+        with self._pool_lock:
+            ex = self._parts_pool
+            if ex is None or ex._max_workers < workers:
+                if ex is not None:
+                    ex.shutdown(wait=False)
+                ex = self._parts_pool = ThreadPoolExecutor(
+                    max_workers=workers, thread_name_prefix="toktier-cpu"
+                )
+            return ex
 
     def _encode_segmented(self, text: str, u8: np.ndarray, threads: int):
         t = self.tables
         nb = u8.size
         wk = self._workspace(nb)
-        parts = min(threads, numba.config.NUMBA_NUM_THREADS)
-        n, cps, char_start, fl, ls, le, lid, nlit, cut_args = self.prepare(u8, wk, parts)
+        n, cps, char_start, fl, ls, le, lid, nlit, cut_args = self.prepare(u8, wk)
 
         # Stretches the reference must encode (NFC families): around each character that
         # fails the quick check, between certified cuts, coalescing neighbours closer than
