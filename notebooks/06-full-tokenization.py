@@ -38,7 +38,7 @@ import pandas as pd
 import seaborn as sns
 
 import toktier
-from toktier.bench import full_bench, streams
+from toktier.bench import full_bench, palette, streams
 from toktier.bench.machine import machine_facts
 from toktier.campaigns.corpus import mixed_documents
 
@@ -97,20 +97,23 @@ paper = pd.DataFrame(
 paper
 
 # %%
-fig, axes = plt.subplots(1, len(tokenizers), figsize=(6.5 * len(tokenizers), 4.5), squeeze=False)
+methods = list(dict.fromkeys(summary.method))
+colors = palette.palette([*methods, *PAPER])
+marks = palette.markers(methods)
+fig, axes = plt.subplots(1, len(tokenizers), figsize=(6.5 * len(tokenizers), 5.6), squeeze=False)
 for ax, name in zip(axes[0], tokenizers, strict=True):
     d = summary[summary.tokenizer == name]
-    sns.lineplot(data=d, x="chars", y="p50", hue="method", marker="o", ax=ax)
-    for _method, g in paper.groupby("method"):
-        ax.plot(g.chars, g.paper_p50, ls=":", color="grey", lw=1)
-    ax.set(
-        xscale="log",
-        yscale="log",
-        xlabel="context (characters)",
-        ylabel="P50 latency (ms)",
-        title=f"{name}: full tokenization, one request (dotted: paper's CPU rows)",
-    )
-    ax.legend(fontsize=7)
+    for m, g in d.groupby("method", sort=False):
+        ax.plot(g.chars, g.p50, marker=marks[m], color=colors[m], label=m)
+    title = f"{name}: full tokenization of one request"
+    if name == "qwen3":  # the paper's Table 4 is qwen3 on its EPYC host
+        for m, g in paper.groupby("method", sort=False):
+            ax.plot(g.chars, g.paper_p50, ls=":", color=colors[m], lw=1.3, label=f"paper: {m}")
+        title += "\n(dotted: the paper's Table 4, its host)"
+    ax.set(xscale="log", yscale="log", xlabel="context (characters)", ylabel="P50 latency (ms)",
+           title=title)  # fmt: skip
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.14))
 fig.tight_layout()
 fig.savefig(results / "figures" / "full-tokenization.png", dpi=150)
 

@@ -347,6 +347,16 @@ def _cmd_profile_engine(args) -> int:
         r["cpu"], r["commit"] = facts["cpu"], facts["commit"]
     _write_csv(args.out, rows)
     print(f"-> {args.out}")
+    if args.figure:
+        import csv
+
+        before = None
+        if args.before:
+            with open(args.before, newline="") as f:
+                before = list(csv.DictReader(f))
+        Path(args.figure).parent.mkdir(parents=True, exist_ok=True)
+        engine_profile.plot_stages(rows, args.figure, before)
+        print(f"-> {args.figure}")
     return 0
 
 
@@ -508,6 +518,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--chars", type=int, default=1_000_000, help="characters per text")
     s.add_argument("--repeats", type=int, default=5, help="best of this many runs per stage")
     s.add_argument("--out", default="results/tables/engine-stages.csv")
+    s.add_argument("--figure", help="stacked-bar PNG of the stages (e.g. results/figures/engine-stages.png)")
+    s.add_argument("--before", help="an earlier engine-stages CSV to draw beside (hatched)")
     s.set_defaults(func=_cmd_profile_engine)
 
     s = sub.add_parser(

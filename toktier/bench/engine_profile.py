@@ -89,3 +89,55 @@ def _profile_one(eng, label: str, text: str, repeats: int) -> dict:
         **{f"{k}_ms": v for k, v in r.items()},
         "mb_per_s": u8.size / 1e6 / (r["total"] / 1e3),
     }  # fmt: skip
+
+
+STAGES = ("decode", "literals", "pretokenize", "pieces")
+STAGE_LABELS = {
+    "decode": "UTF-8 decode + classes", "literals": "added-token literals",
+    "pretokenize": "pre-tokenization", "pieces": "pieces: lookups, merges, spans, copies",
+}  # fmt: skip
+STAGE_COLORS = {  # Okabe-Ito, as bench.palette; stages are not methods, so their own map
+    "decode": "#56B4E9", "literals": "#F0E442", "pretokenize": "#009E73", "pieces": "#E69F00",
+}  # fmt: skip
+
+
+def plot_stages(after: list[dict], path, before: list[dict] | None = None) -> None:
+    """Stacked bars of ms per stage, one group per tokenizer x text (before | after)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def key(r):
+        return (r["tokenizer"], r["text"])
+
+    old = {key(r): r for r in (before or [])}
+    groups = [key(r) for r in after]
+    fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(groups)), 4.8))
+    width = 0.38 if before else 0.6
+    for gi, g in enumerate(groups):
+        cols = [("after", {r_k: r for r_k, r in ((key(r), r) for r in after)}[g], 0.0)]
+        if g in old:
+            cols = [("before", old[g], -width / 2 - 0.01), ("after", cols[0][1], width / 2 + 0.01)]
+        for label, row, dx in cols:
+            bottom = 0.0
+            for st in STAGES:
+                v = float(row[f"{st}_ms"])
+                ax.bar(gi + dx, v, width, bottom=bottom, color=STAGE_COLORS[st],
+                       edgecolor="black" if label == "after" else "#777777",
+                       hatch="//" if label == "before" else None, linewidth=0.6,
+                       label=STAGE_LABELS[st] if gi == 0 and label == "after" else None)  # fmt: skip
+                bottom += v
+            ax.text(gi + dx, bottom, f"{bottom:.0f}", ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([f"{t}\n{x}" for t, x in groups], fontsize=8)
+    ax.set_ylabel("ms per 1M-character encode (one thread, best of 5)")
+    title = "CPU engine: where a single-thread encode spends its time"
+    if before:
+        title += " (hatched: before issue #12's changes)"
+    ax.set_title(title, fontsize=10)
+    ax.legend(title="stage", fontsize=8, loc="upper left")
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=150)
+    plt.close(fig)

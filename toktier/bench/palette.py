@@ -27,6 +27,8 @@ COLORS = {
     "Gigatoken, empty cache": _PINK,
     "HF full re-encode": _GREY,
     "HF serial": _GREY,
+    "tiktoken": _GREEN,
+    "LoPT repro.": "#882255",
     # experiment 09's worker pools
     "toktier, 1 repair worker": _SKY,
     "toktier, 2 repair workers": _BLUE,
@@ -42,6 +44,8 @@ MARKERS = {
     "fastokens": "^",
     "Gigatoken": "D",
     "HF": "v",
+    "tiktoken": "P",
+    "LoPT": "X",
 }
 
 
