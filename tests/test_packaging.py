@@ -61,14 +61,52 @@ def test_snakefile_only_includes_rules():
     )
 
 
-@pytest.mark.parametrize("cfg", ["config/config.yaml", "config/full.yaml"])
-def test_configs_validate_against_the_schema(cfg):
-    schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
-    jsonschema.validate(yaml.safe_load((ROOT / cfg).read_text()), schema)
-    bad = yaml.safe_load((ROOT / cfg).read_text())
-    bad["tokenizers"] = ["gpt-17"]
+def _load(path):
+    return yaml.safe_load((ROOT / path).read_text())
+
+
+def _overlaid(base: dict, overlay: dict) -> dict:
+    """Nested keys of ``overlay`` replace ``base``'s, as snakemake merges ``--configfile``."""
+    out = dict(base)
+    for k, v in overlay.items():
+        out[k] = _overlaid(base.get(k, {}), v) if isinstance(v, dict) else v
+    return out
+
+
+@pytest.mark.parametrize("overlay", [None, "config/full.yaml"])
+def test_configs_validate_against_the_schema(overlay):
+    schema = _load("workflow/schemas/config.schema.yaml")
+    cfg = _load("config/config.yaml")
+    if overlay:
+        cfg = _overlaid(cfg, _load(overlay))
+    jsonschema.validate(cfg, schema)
+    bad = dict(cfg, tokenizers=["gpt-17"])
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
+
+
+def test_schema_documents_every_key_with_its_default():
+    """Every key has a description; every leaf's default is the value in config/config.yaml."""
+    schema = _load("workflow/schemas/config.schema.yaml")
+    cfg = _load("config/config.yaml")
+    assert set(schema["properties"]) == set(cfg) == set(schema["required"])
+    for key, spec in schema["properties"].items():
+        assert spec.get("description"), key
+        if spec["type"] == "object":
+            assert set(spec["properties"]) == set(cfg[key]), key
+            for sub, leaf in spec["properties"].items():
+                assert leaf.get("description"), (key, sub)
+                assert "default" in leaf and leaf["default"] == cfg[key][sub], (key, sub)
+        else:
+            assert spec.get("default") == cfg[key], key
+
+
+def test_full_config_overlays_only_what_it_changes():
+    base, full = _load("config/config.yaml"), _load("config/full.yaml")
+    for key, value in full.items():
+        assert key in base and isinstance(value, dict), key
+        for sub, v in value.items():
+            assert sub in base[key] and base[key][sub] != v, (key, sub)
 
 
 def test_workflow_lints_clean():
