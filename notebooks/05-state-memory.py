@@ -89,14 +89,16 @@ axes[0].plot(
 )
 axes[0].plot(per_bin.tokens, per_bin.used, marker="o", label="used (12 B records + text)")
 axes[0].axhline(16, ls="--", c="gray", label="paper: ~16 B/token")
-axes[0].xaxis.set_minor_formatter(NullFormatter())
 axes[0].set(
     xscale="log",
     ylim=(0, None),
-    xlabel="session tokens",
+    xlabel="session size (tokens)",
     ylabel="state bytes per token (median over sessions)",
     title="(a) state per token as sessions grow",
 )
+axes[0].xaxis.set_minor_formatter(NullFormatter())  # after set(xscale=...), which resets it
+ticks = [t for t in (1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5) if mem.tokens.min() <= t <= mem.tokens.max()]
+axes[0].set_xticks(ticks, [f"{t / 1e3:g}K" for t in ticks])
 axes[0].legend(loc="lower right")
 axes[1].plot(ttl.ttl_s, ttl.hit_share, marker="o")
 axes[1].set(
@@ -106,5 +108,6 @@ axes[1].set(
     ylabel="share of calls on a state hit",
     title="(b) live-state hit share vs TTL (mini-swe-agent)",
 )
+axes[1].xaxis.set_minor_formatter(NullFormatter())
 fig.tight_layout()
 fig.savefig(results / "figures" / "state-memory.png", dpi=130)
