@@ -94,8 +94,10 @@ fig, axes = plt.subplots(2, 3, figsize=(15, 8.5))
 ax = axes[0, 0]
 sns.ecdfplot(cont["delta_chars"], ax=ax, label="Δ (chars)")
 sns.ecdfplot(cont["delta_tokens"], ax=ax, label=f"Δ ({tok.name} tokens)")
-ax.set(xscale="log", title="(a) per-call append Δ (continuations)", xlabel="size")
-ax.axvline(summary["delta_chars_median"], ls=":", c="C0")
+ax.set(xscale="log", title="(a) per-call append Δ (continuations)",
+       xlabel=f"append Δ (characters, or {tok.name} tokens)")  # fmt: skip
+ax.axvline(summary["delta_chars_median"], ls=":", c="C0",
+           label=f"median Δ = {summary['delta_chars_median']:,.0f} chars")  # fmt: skip
 ax.legend()
 ax = axes[0, 1]
 hit = (
@@ -107,7 +109,8 @@ ax.set(title="(b) provider-reported cache-hit ratio h", xlabel="cached / prompt 
 ax = axes[0, 2]
 sns.ecdfplot(calls["n_chars"], ax=ax, label="N (chars)")
 sns.ecdfplot(calls["n_tokens"], ax=ax, label=f"N ({tok.name} tokens)")
-ax.set(xscale="log", title="(c) context size N per call", xlabel="size")
+ax.set(xscale="log", title="(c) context size N per call",
+       xlabel=f"context N (characters, or {tok.name} tokens)")  # fmt: skip
 ax.legend()
 ax = axes[1, 0]
 per_session = calls.groupby("session").size()
@@ -135,14 +138,17 @@ fig.savefig(results / "figures" / "workload-anatomy.png", dpi=130)
 fig, ax = plt.subplots(figsize=(6.5, 5.5))
 ax.scatter(cont["n_tokens"], cont["delta_tokens"], s=3, alpha=0.25, label="continuations")
 ax.scatter(first["n_tokens"], first["delta_tokens"], s=10, c="C3", label="initializations (Δ = N)")
-lim = [1, calls["n_tokens"].max() * 1.5]
-ax.plot(lim, lim, c="gray", ls="--", lw=1)
+lo = 10 ** np.floor(np.log10(max(1, calls["delta_tokens"].min())))  # no empty decades
+lim = [lo, calls["n_tokens"].max() * 1.5]
+ax.plot(lim, lim, c="gray", ls="--", lw=1, label="Δ = N (the whole context is new)")
 ax.set(
     xscale="log",
     yscale="log",
     xlabel=f"context N ({tok.name} tokens)",
     ylabel=f"append Δ ({tok.name} tokens)",
     title="Joint distribution of N and Δ (paper Fig. 2 shape)",
+    xlim=lim,
+    ylim=lim,
 )
 ax.legend(loc="upper left")
 fig.tight_layout()
