@@ -116,32 +116,33 @@ bars = per[["accepted", "divergent", "certificate_refuses_divergent"]].rename(
 )
 by_o = table[table.overlap != "all"].copy()
 by_o["overlap"] = by_o["overlap"].astype(int)
-fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
-bars.plot.bar(ax=ax1, rot=30, color=["#9ecae1", "#de2d26", "#31a354"], width=0.8)
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5.2), gridspec_kw={"width_ratios": [1.1, 1]})
+bars[::-1].plot.barh(ax=ax1, color=["#9ecae1", "#de2d26", "#31a354"], width=0.8)
 ax1.set(
-    xlabel="",
-    ylabel="seams",
+    xlabel="seams",
+    ylabel="",
+    xlim=(0, bars.to_numpy().max() * 1.18),
     title=f"(a) {trials} inputs × {lopt_search.SEAMS_PER_INPUT} seams per tokenizer",
 )
-ax1.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, fontsize=8, frameon=False)
+ax1.legend(loc="lower right", fontsize=8)
 for c in ax1.containers:
-    ax1.bar_label(c, fontsize=7, rotation=90, padding=2)
-sns.barplot(data=by_o, x="overlap", y="divergent", hue="tokenizer", ax=ax2)
-ax2.legend(
-    loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=len(tokenizers), fontsize=8, frameon=False
-)
+    ax1.bar_label(c, fontsize=8, padding=2, fmt="{:,.0f}")
+wrong = by_o[by_o.divergent > 0]
+sns.barplot(data=wrong, x="overlap", y="divergent", hue="tokenizer", ax=ax2)
+overlaps = sorted(wrong.overlap.unique())
 ax2.set_xticks(
-    range(by_o.overlap.nunique()),
-    [
-        f"{o}\n(default)" if o == lopt.PUBLISHED_OVERLAP_CHARS else str(o)
-        for o in sorted(by_o.overlap.unique())
-    ],
+    range(len(overlaps)),
+    [f"{o}\n(default)" if o == lopt.PUBLISHED_OVERLAP_CHARS else str(o) for o in overlaps],
 )
+for c in ax2.containers:
+    ax2.bar_label(c, fontsize=8, padding=2)
 ax2.set(
     xlabel="overlap O (characters)",
     ylabel="accepted seams with wrong IDs",
-    title=f"(b) counterexamples by overlap (threshold {result['config']['threshold']} tokens)",
+    ylim=(0, wrong.divergent.max() * 1.3),
+    title=f"(b) wrong seams by overlap (threshold {result['config']['threshold']} tokens)",
 )
+ax2.legend(title="tokenizers with any", fontsize=8, ncol=2, loc="upper right")
 fig.suptitle(
     "LoPT position-aware merge vs the reference — toktier's certificate refuses every counterexample"
 )
