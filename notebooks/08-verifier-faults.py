@@ -152,9 +152,11 @@ for d in result["delay"]:
         alpha=0.7,
         label=f"geometric, p = {p:g}",
     )
-    ax1.axvline(d["median"], color=c, lw=0.8, ls=":")
-ax1.axhline(0.5, color="grey", lw=0.6)
-ax1.axhline(0.9, color="grey", lw=0.6)
+    ax1.axvline(d["median"], color=c, lw=0.8, ls=":", label=f"measured median, {p:.0%}: {d['median']:g}")
+for q in (0.5, 0.9):
+    ax1.axhline(q, color="grey", lw=0.6)
+    ax1.text(1.01, q, f"{q:.0%} detected", color="grey", fontsize=8, va="center",
+             transform=ax1.get_yaxis_transform(), clip_on=False)  # fmt: skip
 ax1.set_xscale("log")
 ax1.xaxis.set_major_formatter(mticker.ScalarFormatter())
 ax1.xaxis.set_minor_formatter(mticker.NullFormatter())
