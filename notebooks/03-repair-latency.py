@@ -56,29 +56,7 @@ df = pd.DataFrame(samples)
 assert df.loc[df.method == "toktier repair", "exact"].dropna().all(), "a repaired session diverged"
 
 # %%
-PAPER = {  # paper Table 3, P50 ms (EPYC 9115 host)
-    "toktier repair": {
-        100_000: 0.52,
-        500_000: 0.88,
-        1_000_000: 1.23,
-        2_000_000: 1.57,
-        4_400_000: 3.54,
-    },
-    "Gigatoken prewarmed": {
-        100_000: 0.14,
-        500_000: 1.18,
-        1_000_000: 2.53,
-        2_000_000: 4.76,
-        4_400_000: 11.66,
-    },
-    "HF full re-encode": {
-        100_000: 23.6,
-        500_000: 165,
-        1_000_000: 318,
-        2_000_000: 659,
-        4_400_000: 1548,
-    },
-}
+PAPER = repair_bench.PAPER_TABLE3  # the paper's Table 3, P50 ms (its EPYC 9115 host)
 table = df.groupby(["context", "method"])["ms"].describe(percentiles=[0.5, 0.9])[
     ["count", "50%", "90%"]
 ]

@@ -80,20 +80,8 @@ summary.pivot_table(index=["tokenizer", "method"], columns="chars", values="p50"
 # Paper Table 4 (Qwen3, P50 ms at 100K / 1M / 2M / 4.4M, AMD EPYC 9115 host) for reference.
 
 # %%
-PAPER = {
-    "Gigatoken, empty cache": [0.64, 6.05, 8.78, 19.42],
-    "fastokens": [2.03, 20.5, 45.9, 111.9],
-    "LoPT repro.": [7.91, 42.2, 95.3, 198.5],
-    "HF serial": [24.8, 360.3, 762.9, 1762.8],
-}
-PAPER_SIZES = [100_000, 1_000_000, 2_000_000, 4_400_000]
-paper = pd.DataFrame(
-    [
-        {"method": m, "chars": c, "paper_p50": v}
-        for m, vs in PAPER.items()
-        for c, v in zip(PAPER_SIZES, vs, strict=True)
-    ]
-)
+PAPER = full_bench.PAPER_TABLE4
+paper = pd.DataFrame(full_bench.paper_table4_rows())
 paper
 
 # %%

@@ -32,6 +32,24 @@ from ..engine.cpu import CpuEngine
 from .streams import _segments
 from .timing import time_ms
 
+# The paper's Table 4 (qwen3, P50 ms at 100K / 1M / 2M / 4.4M characters, its AMD EPYC 9115 host).
+PAPER_TABLE4_SIZES = (100_000, 1_000_000, 2_000_000, 4_400_000)
+PAPER_TABLE4 = {
+    "Gigatoken, empty cache": (0.64, 6.05, 8.78, 19.42),
+    "fastokens": (2.03, 20.5, 45.9, 111.9),
+    "LoPT repro.": (7.91, 42.2, 95.3, 198.5),
+    "HF serial": (24.8, 360.3, 762.9, 1762.8),
+}
+
+
+def paper_table4_rows() -> list[dict]:
+    """The paper's Table 4 as rows (method, chars, paper_p50) to plot beside ours."""
+    return [
+        {"method": m, "chars": c, "paper_p50": v}
+        for m, vs in PAPER_TABLE4.items()
+        for c, v in zip(PAPER_TABLE4_SIZES, vs, strict=True)
+    ]
+
 
 def fresh_texts(trajs, tokenizer_name: str, chars: int, n: int, stride: int = 7) -> list[str]:
     """``n`` real texts of exactly ``chars`` characters, each from a different starting trajectory."""

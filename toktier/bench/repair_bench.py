@@ -19,6 +19,32 @@ from .timing import time_ms
 METHODS = ("toktier repair", "Gigatoken prewarmed", "fastokens full re-encode", "HF full re-encode")
 
 
+# The paper's Table 3: repair latency P50 (ms) per context size, on its EPYC 9115 host.
+PAPER_TABLE3 = {
+    "toktier repair": {
+        100_000: 0.52,
+        500_000: 0.88,
+        1_000_000: 1.23,
+        2_000_000: 1.57,
+        4_400_000: 3.54,
+    },
+    "Gigatoken prewarmed": {
+        100_000: 0.14,
+        500_000: 1.18,
+        1_000_000: 2.53,
+        2_000_000: 4.76,
+        4_400_000: 11.66,
+    },
+    "HF full re-encode": {
+        100_000: 23.6,
+        500_000: 165,
+        1_000_000: 318,
+        2_000_000: 659,
+        4_400_000: 1548,
+    },
+}
+
+
 def _baseline(name, tok):
     return {
         "Gigatoken prewarmed": GigatokenPrewarmed,
