@@ -136,3 +136,21 @@ def test_frontend_cost_replays_the_mixture_exactly(trajectory_archive):
         table["HF full re-encode"]["cores_per_1000_rps"]
         == table["HF full re-encode"]["E_t_tok_cpu_ms"]
     )
+
+
+def test_engine_targets_time_every_method_on_the_same_distinct_texts():
+    """Issue #12's target benchmark: distinct slices of exactly the asked size, every method
+    on each, toktier's samples checked against the reference, ratios computed per cell."""
+    import toktier
+    from toktier.bench import engine_targets
+
+    texts = engine_targets.slices("abcdefghij" * 10, 30, 3)
+    assert [len(t) for t in texts] == [30] * 3 and len(set(texts)) == 3
+    assert engine_targets.slices("abc", 7, 1) == ["abcabca"]  # wraps around a short corpus
+    rows = engine_targets.run(toktier.load("llama3"), [2_000], 2, kinds=("code",), progress=False)
+    methods = {r["method"] for r in rows}
+    assert {"toktier CPU, 1 thread", "toktier CPU, all cores", "HF serial"} <= methods
+    assert all(r["exact"] for r in rows if r["method"].startswith("toktier"))
+    assert {(r["sample"], r["chars"]) for r in rows} == {(0, 2_000), (1, 2_000)}
+    (cell,) = engine_targets.summary(rows)
+    assert cell["1t_vs_hf"] == cell["hf_ms"] / cell["toktier_1t_ms"] > 0

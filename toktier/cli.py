@@ -360,6 +360,26 @@ def _cmd_profile_engine(args) -> int:
     return 0
 
 
+def _cmd_bench_engine_targets(args) -> int:
+    from . import load
+    from .bench import engine_targets, machine
+
+    rows = []
+    for name in args.tokenizers.split(","):
+        rows += engine_targets.run(load(name), args.sizes, args.samples, progress=not args.quiet)
+    table = engine_targets.summary(rows)
+    _write_csv(args.out, table)
+    _write_json(args.run, {"machine": machine.machine_facts(), "samples": rows, "summary": table})
+    for r in table:
+        print(f"{r['tokenizer']:8s} {r['text']:20s} {r['chars']:>9,}: 1 thread {r['toktier_1t_ms']:8.2f}"
+              f" ms (Gigatoken/1t {r['1t_vs_gigatoken'] or float('nan'):5.2f}, HF/1t "
+              f"{r['1t_vs_hf']:5.1f}), all cores {r['toktier_all_ms']:8.2f} ms (fastokens/all "
+              f"{r['all_vs_fastokens'] or float('nan'):5.2f})")  # fmt: skip
+    inexact = sum(1 for r in rows if r.get("exact") is False)
+    print(f"toktier samples not equal to the reference: {inexact}; -> {args.out}, {args.run}")
+    return 0 if inexact == 0 else 1
+
+
 def _cmd_fetch_data(args) -> int:
     from .workload import archives
 
@@ -521,6 +541,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--figure", help="stacked-bar PNG of the stages (e.g. results/figures/engine-stages.png)")
     s.add_argument("--before", help="an earlier engine-stages CSV to draw beside (hatched)")
     s.set_defaults(func=_cmd_profile_engine)
+
+    s = sub.add_parser(
+        "bench-engine-targets",
+        help="issue #12's targets: code / multilingual / mixed at 48K, 1M, 4.4M vs Gigatoken, "
+        "fastokens, HF",
+    )
+    s.add_argument("--tokenizers", default="llama3,qwen3,gpt-oss")
+    s.add_argument("--sizes", type=int, nargs="+", default=[48_000, 1_000_000, 4_400_000])
+    s.add_argument("--samples", type=int, default=5, help="different texts per cell (P50)")
+    s.add_argument("--out", default="results/tables/engine-targets.csv")
+    s.add_argument("--run", default="results/runs/engine-targets.json")
+    s.add_argument("--quiet", action="store_true")
+    s.set_defaults(func=_cmd_bench_engine_targets)
 
     s = sub.add_parser(
         "fetch-data", help="obtain a third-party archive from a mirror or URL (sha256-verified)"

@@ -65,13 +65,17 @@ def fresh_texts(trajs, tokenizer_name: str, chars: int, n: int, stride: int = 7)
     return out
 
 
-def methods(tok, *, lopt_workers: int | None = None) -> dict:
-    """name -> (prepare(text) -> callable timed once). Missing optional baselines are skipped."""
-    eng = CpuEngine(tok)
+def methods(tok, *, lopt_workers: int | None = None, lopt: bool = True) -> dict:
+    """name -> (prepare(text) -> callable timed once). Missing optional baselines are skipped;
+    ``lopt=False`` leaves out the LoPT reproduction (its worker processes)."""
+    # Two engine objects: the methods time the same text one after the other, and a shared
+    # engine's piece caches would hand the second method the first one's pieces.
+    eng, eng_all = CpuEngine(tok), CpuEngine(tok)
     eng.warmup()
+    eng_all.warmup()
     out = {
         "toktier CPU, 1 thread": lambda t: lambda: eng.encode(t),
-        "toktier CPU, all cores": lambda t: lambda: eng.encode_parallel(t),
+        "toktier CPU, all cores": lambda t: lambda: eng_all.encode_parallel(t),
     }
     with contextlib.suppress(ImportError):
         import gigatoken
@@ -96,12 +100,13 @@ def methods(tok, *, lopt_workers: int | None = None) -> dict:
             out["tiktoken"] = lambda t: lambda: enc.encode(t, allowed_special="all")
     hf = tok.hf
     out["HF serial"] = lambda t: lambda: hf.encode(t, add_special_tokens=False).ids
-    with contextlib.suppress(ImportError):
-        from ..baselines.lopt import LoptFull
+    if lopt:
+        with contextlib.suppress(ImportError):
+            from ..baselines.lopt import LoptFull
 
-        lopt = LoptFull(tok, workers=lopt_workers)
-        lopt.start()  # worker start-up is not part of a request
-        out["LoPT repro."] = lambda t: lambda: lopt.full(t)
+            lo = LoptFull(tok, workers=lopt_workers)
+            lo.start()  # worker start-up is not part of a request
+            out["LoPT repro."] = lambda t: lambda: lo.full(t)
     return out
 
 

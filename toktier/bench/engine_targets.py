@@ -1,0 +1,96 @@
+"""Issue #12's engine targets: one fresh request of code, multilingual prose, or both
+interleaved, at 48K / 1M / 4.4M characters, for every byte-level tokenizer asked for.
+
+Every method encodes the same texts (each sample a different slice of the corpus, so no
+sample repeats another's text); P50 over the samples.  toktier's engine is one warm object
+as deployed (its piece caches hold earlier samples' pieces); Gigatoken gets a new object
+per sample (empty cache, construction not timed); fastokens and HF are one warm object.
+Corpora: CPython's stdlib sources (code) and pycountry's catalogs in 500+ languages
+(multilingual, 4.3M characters: a 4.4M slice wraps around once); "code + multilingual"
+alternates 2,000-character blocks of both.  Each toktier sample is checked against HF.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ..campaigns import corpus
+from .full_bench import methods
+from .timing import time_ms
+
+METHODS = ("toktier CPU, 1 thread", "toktier CPU, all cores", "Gigatoken, empty cache",
+           "fastokens", "HF serial")  # fmt: skip
+KINDS = ("code", "multilingual", "code + multilingual")
+
+
+def corpora() -> dict[str, str]:
+    code = "".join(corpus.stdlib_documents())
+    multi = "".join(corpus.pycountry_documents())
+    step = 2000
+    mixed = "".join(
+        code[i : i + step] + multi[i : i + step] for i in range(0, min(len(code), len(multi)), step)
+    )
+    return {"code": code, "multilingual": multi, "code + multilingual": mixed}
+
+
+def slices(text: str, chars: int, n: int) -> list[str]:
+    """``n`` slices of exactly ``chars`` characters at spread-out offsets (wrapping around)."""
+    out = []
+    for k in range(n):
+        start = (k * len(text)) // max(n, 1)
+        s = text[start : start + chars]
+        while len(s) < chars:
+            s += text[: chars - len(s)]
+        out.append(s)
+    return out
+
+
+def run(tok, sizes, samples: int, *, kinds=KINDS, progress: bool = True) -> list[dict]:
+    """Rows (tokenizer, text, chars, method, sample, ms, exact)."""
+    ms = {k: v for k, v in methods(tok, lopt=False).items() if k in METHODS}
+    texts = corpora()
+    nfc = tok.hf.normalizer is not None
+    for kind in kinds:  # warm objects as deployed: each has served a request before (untimed)
+        for prep in ms.values():
+            prep(texts[kind][-20_000:])()
+    rows = []
+    cells = list(itertools.product(kinds, sizes))
+    for kind, chars in tqdm(cells, desc=tok.name, disable=not progress):
+        for i, text in enumerate(slices(texts[kind], chars, samples)):
+            if nfc:  # what a serving front end sends an NFC tokenizer is usually NFC already
+                text = tok.hf.normalizer.normalize_str(text)
+            ref = tok.hf.encode(text, add_special_tokens=False).ids
+            for name, prep in ms.items():
+                fn = prep(text)
+                row = {"tokenizer": tok.name, "text": kind, "chars": chars, "method": name,
+                       "sample": i, "ms": time_ms(fn)}  # fmt: skip
+                if name.startswith("toktier"):
+                    row["exact"] = np.asarray(fn()[0]).tolist() == ref
+                rows.append(row)
+    return rows
+
+
+def summary(rows: list[dict]) -> list[dict]:
+    """P50 per cell, with the ratios the targets name (toktier 1 thread vs Gigatoken and HF,
+    all cores vs fastokens)."""
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    p50 = df.groupby(["tokenizer", "text", "chars", "method"])["ms"].median().unstack("method")
+    out = []
+    for (tk, kind, chars), r in p50.iterrows():
+        one, allc = r.get("toktier CPU, 1 thread"), r.get("toktier CPU, all cores")
+        giga, fast, hf = r.get("Gigatoken, empty cache"), r.get("fastokens"), r.get("HF serial")
+        out.append({
+            "tokenizer": tk, "text": kind, "chars": int(chars),
+            "toktier_1t_ms": one, "toktier_all_ms": allc, "gigatoken_empty_ms": giga,
+            "fastokens_ms": fast, "hf_ms": hf,
+            "1t_vs_gigatoken": giga / one if giga else None,  # >= 1: target met
+            "1t_vs_hf": hf / one,  # >= 20: target met
+            "all_vs_fastokens": fast / allc if fast else None,  # >= 1: target met
+            "parallel_speedup": one / allc,
+        })  # fmt: skip
+    return out
