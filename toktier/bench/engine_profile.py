@@ -136,7 +136,9 @@ def plot_stages(after: list[dict], path, before: list[dict] | None = None) -> No
     if before:
         title += " (hatched: before issue #12's changes)"
     ax.set_title(title, fontsize=10)
-    ax.legend(title="stage", fontsize=8, loc="upper left")
+    top = max(sum(float(r[f"{st}_ms"]) for st in STAGES) for r in [*after, *(before or [])])
+    ax.set_ylim(0, top * 1.3)  # room for the legend above the tallest bar
+    ax.legend(title="stage", fontsize=8, loc="upper center", ncol=4)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=150)
