@@ -248,3 +248,22 @@ def test_short_map_is_a_memo_of_the_merges(engine):
             starts, _ = engine.split(text)
             if len(starts) == 1:  # a whole piece of the pre-tokenizer: the reference emits it alone
                 assert engine.tokenizer.reference(text) == [tid]
+
+
+def test_parallel_encode_works_in_a_forked_child():
+    """A child forked after the parent's parallel encode inherits its thread pool object but
+    not the threads; the engine makes a new pool there instead of waiting forever."""
+    import multiprocessing as mp
+
+    eng = engine_for(toktier.load("llama3"))
+    text = "def f(x):\n    return x + 1\n" * 4000
+    expected = eng.encode_parallel(text, threads=2, min_chars=0)[0].tolist()
+    ctx = mp.get_context("fork")
+    with ctx.Pool(1) as pool:
+        got = pool.apply_async(_encode_parallel_in_child, (text,)).get(timeout=120)
+    assert got == expected
+
+
+def _encode_parallel_in_child(text):
+    eng = engine_for(toktier.load("llama3"))
+    return eng.encode_parallel(text, threads=2, min_chars=0)[0].tolist()

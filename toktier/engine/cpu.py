@@ -4,8 +4,11 @@
 ``Tier`` and repair) runs the rules of ``engine.rules`` compiled with
 ``numba.njit`` in a single compiled call.  ``encode_parallel`` cuts a long text
 at *certified* boundaries -- the repair certificate applied across space: a
-stable class pair for the family, no added-token literal straddling the cut,
-both characters NFC-safe -- and encodes the chunks under ``numba.prange``.
+stable class pair for the family, no added-token occurrence crossing the cut,
+both characters NFC-safe -- found by decoding small windows only, and runs the
+whole single-thread path on each part on its own thread (the compiled call
+releases the GIL).  NFC text with unsafe stretches takes the segmented path
+(one decode, reference stretches, engine chunks under ``numba.prange``).
 
 Normalization: for NFC tokenizers, text whose characters are all NFC-safe (the
 quick check) is already normalized and goes to the engine; every stretch that
@@ -460,6 +463,7 @@ class CpuEngine:
         self._pool_lock = threading.Lock()
         self._threads_seen = 0
         self._parts_pool: ThreadPoolExecutor | None = None
+        self._parts_pid = os.getpid()
         self._max_literal = max(
             (len(x.content) for x in tok.added_tokens if x.content), default=0
         )
@@ -666,12 +670,14 @@ class CpuEngine:
         """Threads for ``_encode_parts`` (the caller's thread encodes the first part)."""
         with self._pool_lock:
             ex = self._parts_pool
-            if ex is None or ex._max_workers < workers:
-                if ex is not None:
+            # A forked child inherits the executor but not its threads: make a new one there.
+            if ex is None or ex._max_workers < workers or self._parts_pid != os.getpid():
+                if ex is not None and self._parts_pid == os.getpid():
                     ex.shutdown(wait=False)
                 ex = self._parts_pool = ThreadPoolExecutor(
                     max_workers=workers, thread_name_prefix="toktier-cpu"
                 )
+                self._parts_pid = os.getpid()
             return ex
 
     def _encode_segmented(self, text: str, u8: np.ndarray, threads: int):
