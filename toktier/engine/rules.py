@@ -935,8 +935,8 @@ def make(jit):
         at ``i >= pos`` the longest literal starting at ``i`` (ending <= ``stop``) is
         appended to (ls, le, lid).  Returns the new (pos, n).  Walkers differ only in
         the positions they visit in increasing order: ``literal_scan`` every position
-        whose code point starts a literal, the GPU's ``lit_pass`` the compacted
-        candidates -- the same set, since no literal starts anywhere else.
+        whose code point starts a literal; the GPU computes ``literal_at`` at every
+        candidate in parallel (``k_lit_match``) and walks the matches (``k_lit_walk``).
         """
         if i >= pos:
             e, t = literal_at(cps, i, stop, first, tkeys, tchild, term)

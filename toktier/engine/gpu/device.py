@@ -34,7 +34,7 @@ BLOCK_MAX = 4096  # bytes: block per piece at or below; longer: thread + heap (f
 
 # meta: device-side counts and parameters of one pipeline run
 M_NB, M_N, M_NCAND, M_NLIT, M_NSEG, M_NP, M_NMID, M_NBIG, M_NHUGE = range(9)
-M_NTOK, M_UNSAFE, M_NDOCS, M_MODE = range(9, 13)
+M_NTOK, M_UNSAFE, M_NDOCS, M_MODE, M_NMATCH = range(9, 14)
 M_SIZE = 16
 MODE_LITERALS = 1  # extract added-token literals (off for split-level runs)
 

@@ -31,6 +31,7 @@ from .device import (
     M_NCAND,
     M_NHUGE,
     M_NLIT,
+    M_NMATCH,
     M_NMID,
     M_NP,
     M_NSEG,
@@ -68,12 +69,12 @@ class _Workspace:
         self.params = e(4, np.int64)
         self.meta = e(M_SIZE, np.int64)
         self.u8 = e(cap, np.uint8)
-        for name in ("flag", "cidx", "lcand", "lidx", "cand", "ls", "le", "lid", "lmark", "cut",
-                     "sidx", "ends", "pflag", "pidx", "cnt", "toff", "wl_mid", "wl_big",
-                     "wl_huge", "otmp"):  # fmt: skip
+        for name in ("flag", "cidx", "lcand", "lidx", "cand", "mflag", "midx", "mcand", "e_raw",
+                     "id_raw", "ls", "le", "lid", "lmark", "cut", "sidx", "ends", "pflag", "pidx",
+                     "cnt", "toff", "wl_mid", "wl_big", "wl_huge", "otmp"):  # fmt: skip
             setattr(self, name, e(cap, _INT))
         has2 = engine._has2
-        for name in ("a_s", "a_e", "a_id"):  # pass-1 literals, only for two-pass tokenizers
+        for name in ("a_s", "a_e", "a_id", "e_norm", "id_norm"):  # only two-pass tokenizers
             setattr(self, name, e(cap if has2 else 1, _INT))
         self.cps = e(cap, np.uint32)
         self.fl = e(cap, np.uint16)
@@ -292,8 +293,13 @@ class GpuEngine:
         if literals:
             self._scan(ws, M_N, ws.lcand, ws.lidx, M_NCAND)
             L(S.k_compact, el, g.bd, ws.meta, M_N, ws.lcand, ws.lidx, ws.cand)
-            L(S.k_lit_walk, 1, 1, ws.meta, ws.cps, ws.cand, ws.doc_lo, raw, norm, self._has2,
-              ws.a_s, ws.a_e, ws.a_id, ws.ls, ws.le, ws.lid)  # fmt: skip
+            L(S.k_lit_match, el, g.bd, ws.meta, ws.cps, ws.cand, ws.doc_lo, raw, norm,
+              self._has2, ws.mflag, ws.e_raw, ws.id_raw, ws.e_norm, ws.id_norm)  # fmt: skip
+            self._scan(ws, M_NCAND, ws.mflag, ws.midx, M_NMATCH)
+            L(S.k_compact, el, g.bd, ws.meta, M_NCAND, ws.mflag, ws.midx, ws.mcand)
+            L(S.k_lit_walk, 1, 1, ws.meta, ws.cps, ws.cand, ws.mcand, ws.doc_lo, norm,
+              self._has2, ws.e_raw, ws.id_raw, ws.e_norm, ws.id_norm, ws.a_s, ws.a_e, ws.a_id,
+              ws.ls, ws.le, ws.lid)  # fmt: skip
             L(S.k_mark_literals, el, g.bd, ws.meta, ws.ls, ws.le, ws.lmark)
         L(S.k_mark_docs, el, g.bd, ws.meta, ws.doc_lo, ws.lmark)
         L(S.k_cuts, el, g.bd, ws.meta, ws.cps, ws.fl, text, ws.lmark, ws.cut)

@@ -8,10 +8,11 @@ function of ``engine.rules`` -- the source the CPU engine compiles:
 - stage 1 (``k_begin``, ``k_start_flags``, ``k_decode``): character starts, a
   scan for the character index of every byte (``scans``), ``rules.decode_at``
   for each character, class bits, NFC quick-check failures, literal candidates;
-- stage 2 (``k_lit_walk``, ``k_mark_literals``, ``k_mark_docs``): one thread
-  walks the compacted candidates leftmost-longest with ``rules.literal_take``
-  (raw literals, then normalized ones in the gaps, as ``cpu._find_literals``)
-  and each literal marks its span in ``lmark``;
+- stage 2 (``k_lit_match``, ``k_lit_walk``, ``k_mark_literals``, ``k_mark_docs``):
+  a thread per candidate finds the longest literal starting there
+  (``rules.literal_at``), the matching candidates are compacted, and one thread
+  walks only those leftmost-longest (raw literals, then normalized ones in the
+  gaps, as ``cpu._find_literals``); each literal marks its span in ``lmark``;
 - stage 3 (``k_cuts``): ``rules.cut_ok`` per character -- the certified cut of
   ``cpu._cut_ok`` -- with literal edges and document starts read from ``lmark``;
   the cuts are compacted into segments;
@@ -38,6 +39,7 @@ from .device import (
     M_NCAND,
     M_NDOCS,
     M_NLIT,
+    M_NMATCH,
     M_NP,
     M_NSEG,
     M_NTOK,
@@ -50,7 +52,7 @@ from .device import (
 # The rules' device functions (numba resolves callees as module globals).
 cut_ok = DEVICE.cut_ok
 decode_at = DEVICE.decode_at
-literal_take = DEVICE.literal_take
+literal_at = DEVICE.literal_at
 pretokenize_segment = DEVICE.pretokenize_segment
 token_chars = DEVICE.token_chars
 
@@ -135,60 +137,108 @@ def k_compact(meta, len_idx, flag, idx, out):
             out[idx[i]] = i
 
 
-@cuda.jit(device=True)
-def lit_pass(cps, cand, r, nc, pos, stop, trie, out_s, out_e, out_id, m):
-    """``rules.literal_scan`` over ``[pos, stop)``, visiting only the candidate positions.
+@cuda.jit
+def k_lit_match(meta, cps, cand, doc_lo, raw, norm, has2, mflag, e_raw, id_raw, e_norm, id_norm):
+    """Thread per candidate: the longest raw (and normalized) literal starting there.
 
-    The step at each position is ``rules.literal_take`` (the CPU's too); a
-    position whose code point starts no literal of either trie is no candidate
-    and could never match.  Returns the next candidate index and the new count.
+    ``rules.literal_at`` up to the document's end, independent per position --
+    the part of the leftmost-longest walk that is parallel.  ``mflag`` marks the
+    candidates where some literal starts: only those can ever be taken, so the
+    serial walk (``k_lit_walk``) visits nothing else.
     """
-    while r < nc and cand[r] < stop:
-        pos, m = literal_take(cps, cand[r], pos, stop, trie.first, trie.keys, trie.child,
-                              trie.term, out_s, out_e, out_id, m)  # fmt: skip
-        r += 1
-    return r, m
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    n = meta[M_N]
+    nc = meta[M_NCAND]
+    nd = meta[M_NDOCS]
+    for r in range(start, nc, stride):
+        i = cand[r]
+        d = doc_of(doc_lo, nd, i)
+        hi = doc_lo[d + 1] if d + 1 < nd else n
+        e, t = literal_at(cps, i, hi, raw.first, raw.keys, raw.child, raw.term)
+        e_raw[r] = e
+        id_raw[r] = t
+        hit = e > 0
+        if has2:
+            e, t = literal_at(cps, i, hi, norm.first, norm.keys, norm.child, norm.term)
+            e_norm[r] = e
+            id_norm[r] = t
+            hit = hit or e > 0
+        mflag[r] = 1 if hit else 0
 
 
 @cuda.jit
-def k_lit_walk(meta, cps, cand, doc_lo, raw, norm, has2, a_s, a_e, a_id, ls, le, lid):
+def k_lit_walk(meta, cps, cand, mcand, doc_lo, norm, has2, e_raw, id_raw, e_norm, id_norm,
+               a_s, a_e, a_id, ls, le, lid):  # fmt: skip
     """One thread: every document's literals, leftmost-longest, as ``cpu._find_literals``.
 
-    Pass 1 matches raw literals over the document; pass 2 matches normalized
-    literals in the gaps pass 1 leaves.  Documents are separate inputs: no
-    literal crosses a document end.
+    Visits only the matching candidates ``mcand`` (``k_lit_match`` found their
+    longest literals).  Pass 1 takes raw literals over the document; pass 2
+    normalized literals in the gaps pass 1 leaves -- where a position's longest
+    normalized literal overruns its gap, the longest that fits is looked up again
+    (``rules.literal_at`` with the gap's end), exactly the CPU's step.  Documents
+    are separate inputs: no literal crosses a document end.
     """
     if cuda.grid(1) != 0:
         return
     n = meta[M_N]
-    nc = meta[M_NCAND]
+    nm = meta[M_NMATCH]
     nd = meta[M_NDOCS]
     m = 0
-    r = 0
+    j = 0
     for d in range(nd):
         lo = doc_lo[d]
         hi = doc_lo[d + 1] if d + 1 < nd else n
-        while r < nc and cand[r] < lo:
-            r += 1
-        if not has2:
-            r, m = lit_pass(cps, cand, r, nc, lo, hi, raw, ls, le, lid, m)
-            continue
-        r0 = r
-        r, na = lit_pass(cps, cand, r, nc, lo, hi, raw, a_s, a_e, a_id, 0)
-        q = r0
+        while j < nm and cand[mcand[j]] < lo:
+            j += 1
+        j0 = j
         pos = lo
-        for k in range(na + 1):
+        na = 0
+        while j < nm and cand[mcand[j]] < hi:  # pass 1: raw literals
+            r = mcand[j]
+            i = cand[r]
+            e = e_raw[r]
+            if i >= pos and e > 0:
+                if has2:
+                    a_s[na] = i
+                    a_e[na] = e
+                    a_id[na] = id_raw[r]
+                    na += 1
+                else:
+                    ls[m] = i
+                    le[m] = e
+                    lid[m] = id_raw[r]
+                    m += 1
+                pos = e
+            j += 1
+        if not has2:
+            continue
+        q = j0
+        pos = lo
+        for k in range(na + 1):  # pass 2: normalized literals in the gaps
             stop = a_s[k] if k < na else hi
-            while q < nc and cand[q] < pos:
+            while q < nm and cand[mcand[q]] < stop:
+                r = mcand[q]
+                i = cand[r]
+                if i >= pos:
+                    e = e_norm[r]
+                    t = id_norm[r]
+                    if e > stop:
+                        e, t = literal_at(cps, i, stop, norm.first, norm.keys, norm.child,
+                                          norm.term)  # fmt: skip
+                    if e > 0:
+                        ls[m] = i
+                        le[m] = e
+                        lid[m] = t
+                        m += 1
+                        pos = e
                 q += 1
-            q, m = lit_pass(cps, cand, q, nc, pos, stop, norm, ls, le, lid, m)
             if k < na:
                 ls[m] = a_s[k]
                 le[m] = a_e[k]
                 lid[m] = a_id[k]
                 m += 1
                 pos = a_e[k]
-        r = max(r, q)
     meta[M_NLIT] = m
 
 
