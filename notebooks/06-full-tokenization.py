@@ -156,38 +156,22 @@ cert
 # %% [markdown]
 # ## GPU rows (paper Table 4 GPU rows, claims F2/F3)
 #
-# Drawn from `results/runs/gpu-*.json`, written by `toktier bench-gpu` on a machine with a
-# GPU (same fresh texts as the CPU rows; Gigatoken empty-cache in the same run). Where no
-# such run is committed the rows are pending: run
-# `toktier bench-gpu --tokenizers qwen3 llama3 --out results/runs/gpu-$(hostname).json`
-# there and re-run this notebook (`snakemake -R notebook_full_tokenization`).
+# Drawn from the committed `results/runs/gpu-*.json` (written by `toktier bench-gpu` on a GPU
+# machine: fresh texts as in the CPU rows, Gigatoken empty-cache and the CPU engine on that
+# machine's cores in the same run) and `results/runs/engine-gpu/*.json`
+# (`toktier certify-engine --device gpu`). Each row names the commit that produced it.
 
 # %%
-gpu_runs = sorted(p for p in (results / "runs").glob("gpu-*.json"))
-gpu_runs = [json.loads(p.read_text()) for p in gpu_runs]
-gpu_runs = [g for g in gpu_runs if g.get("device") == "gpu"]  # never simulator smoke runs
-if not gpu_runs:
+from toktier.bench.gpu_report import write_gpu_report
+
+gpu = write_gpu_report(results)  # tables + figure from the committed GPU records
+if gpu is None:
     print("GPU rows pending: no results/runs/gpu-*.json from a real GPU is committed.")
 else:
-    lat = pd.concat(
-        [pd.DataFrame(g["latency_summary"]).assign(gpu=g["gpu"]["gpu"]) for g in gpu_runs]
-    )
-    lat.to_csv(results / "tables" / "full-tokenization-gpu.csv", index=False)
-    thr = pd.concat([pd.DataFrame(g["throughput"]).assign(gpu=g["gpu"]["gpu"]) for g in gpu_runs])
-    thr.to_csv(results / "tables" / "gpu-throughput.csv", index=False)
-    tail = pd.concat(
-        [pd.DataFrame(g["tail_summary"]).assign(gpu=g["gpu"]["gpu"]) for g in gpu_runs]
-    )
-    tail.to_csv(results / "tables" / "gpu-tail.csv", index=False)
-    assert all(g["all_exact"] for g in gpu_runs), "a GPU run reported an inexact result"
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
-    sns.lineplot(data=lat, x="chars", y="p50", hue="method", style="tokenizer", marker="o",
-                 ax=axes[0])  # fmt: skip
-    axes[0].set(xscale="log", yscale="log", xlabel="characters", ylabel="P50 (ms)",
-                title="(a) single request, GPU vs CPU rows of the same run")  # fmt: skip
-    sns.barplot(data=tail, x="method", y="p99", hue="contention", ax=axes[1])
-    axes[1].set(ylabel="P99 (ms)", title="(b) graph replay vs eager under CPU contention")
-    fig.tight_layout()
-    fig.savefig(results / "figures" / "full-tokenization-gpu.png", dpi=150)
-    print(lat.pivot_table(index=["tokenizer", "method"], columns="chars", values="p50").to_string())
-    print(thr.groupby(["corpus", "mode"])["gb_per_s"].median().to_string())
+    assert gpu["all_exact"], "a GPU bench run reported an inexact result"
+    assert (gpu["certification"].divergences == 0).all(), "a GPU certification diverged"
+    lat, thr = gpu["latency"], gpu["throughput"]
+    print(gpu["certification"].to_string())
+    print(lat.pivot_table(index=["tokenizer", "commit", "method"], columns="chars",
+                          values="p50").round(2).to_string())  # fmt: skip
+    print(thr.groupby(["tokenizer", "corpus", "mode"])["gb_per_s"].median().to_string())

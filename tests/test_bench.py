@@ -155,3 +155,40 @@ def test_engine_targets_time_every_method_on_the_same_distinct_texts():
     (cell,) = engine_targets.summary(rows)
     assert (cell["tokenizer"], cell["text"], cell["chars"]) == ("llama3", "code", 2_000)
     assert {"1t_vs_gigatoken", "1t_vs_hf", "all_vs_fastokens", "parallel_speedup"} <= set(cell)
+
+
+def test_gpu_report_draws_real_gpu_runs_only(tmp_path):
+    """Committed GPU records become tables and a figure; simulator smoke records never do."""
+    import json
+
+    from toktier.bench import gpu_report
+
+    def record(device, commit, p50):
+        lat = [{"tokenizer": "llama3", "method": m, "chars": c, "n": 3, "p50": p50 * c / 1e5,
+                "p90": p50 * c / 1e5 + 1} for m in ("toktier GPU, arrays", "Gigatoken, empty cache")
+               for c in (100_000, 1_000_000)]  # fmt: skip
+        tail = [{"tokenizer": "llama3", "method": m, "contention": c, "n": 40, "p50": 1.0,
+                 "p90": 1.5, "p99": 2.0 + c, "mean": 1.1}
+                for m in ("toktier GPU, graph replay", "toktier GPU, eager") for c in (False, True)]  # fmt: skip
+        thr = [{"tokenizer": "llama3", "corpus": "stdlib", "mode": "ids", "gb_per_s": 0.5}]
+        return {"device": device, "gpu": {"gpu": "Test GPU"}, "machine": {"commit": commit},
+                "latency_summary": lat, "tail_summary": tail, "throughput": thr,
+                "all_exact": True}  # fmt: skip
+
+    runs = tmp_path / "runs"
+    (runs / "engine-gpu").mkdir(parents=True)
+    (tmp_path / "tables").mkdir()
+    (runs / "gpu-a.json").write_text(json.dumps(record("gpu", "0123456789abcdef+dirty", 1.0)))
+    (runs / "gpu-sim.json").write_text(json.dumps(record("cudasim", "fedcba", 9.0)))
+    cert = {"device": "gpu", "gpu": {"gpu": "Test GPU"}, "machine": {"commit": "abcdef0123"},
+            "results": [{"tokenizer": "llama3", "divergences": 0, "id_chars": 10, "examples": []}]}  # fmt: skip
+    (runs / "engine-gpu" / "llama3.json").write_text(json.dumps(cert))
+    out = gpu_report.write_gpu_report(tmp_path)
+    assert set(out["latency"].file) == {"gpu-a.json"}
+    assert set(out["latency"].commit) == {"0123456+dirty"} and len(out["latency"]) == 4
+    assert out["certification"].commit.tolist() == ["abcdef0"]
+    assert "examples" not in out["certification"]
+    assert (tmp_path / "figures" / "full-tokenization-gpu.png").stat().st_size > 10_000
+    assert (tmp_path / "tables" / "gpu-tail.csv").read_text().count("\n") == 5
+    (runs / "gpu-a.json").unlink()
+    assert gpu_report.write_gpu_report(tmp_path) is None

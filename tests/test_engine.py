@@ -267,3 +267,29 @@ def test_parallel_encode_works_in_a_forked_child():
 def _encode_parallel_in_child(text):
     eng = engine_for(toktier.load("llama3"))
     return eng.encode_parallel(text, threads=2, min_chars=0)[0].tolist()
+
+
+# The NFC check of the segmented path: one reference call for all stretches must
+# say exactly what one call per stretch says (combining marks, Hangul jamo,
+# singletons, private-use characters in the text, and every one of them).
+_NFC_ALPHABET = st.sampled_from(
+    [*"aeoAO ", "\u0301", "\u0323", "\u0308", "\u1100", "\u1161", "\u11a8", "\u212b",
+     "\u2126", "\u00e9", "\ue000", "\ue001", "\u0f73", "\u1e0a"]
+)  # fmt: skip
+
+
+@given(st.lists(st.text(_NFC_ALPHABET, max_size=8), min_size=0, max_size=12), st.booleans())
+def test_nfc_changes_in_one_call_equals_one_call_per_stretch(stretches, every_pua):
+    from toktier.engine.cpu import nfc_changes
+
+    normalize = toktier.load("qwen3").hf.normalizer.normalize_str
+    text, ra, rb = "", [], []
+    for s in stretches:
+        text += "x"
+        ra.append(len(text))
+        text += s
+        rb.append(len(text))
+    if every_pua:  # no separator left: the per-stretch fallback
+        text += "".join(map(chr, range(0xE000, 0xF900)))
+    got = nfc_changes(normalize, text, np.array(ra, dtype=np.int64), np.array(rb, dtype=np.int64))
+    assert got == [normalize(text[a:b]) != text[a:b] for a, b in zip(ra, rb, strict=True)]

@@ -20,6 +20,12 @@ COLORS = {
     "engine full encode": _ORANGE,
     "toktier CPU, 1 thread": _ORANGE,
     "toktier CPU, all cores": _YELLOW,
+    # toktier's GPU engine (one hue, three deliveries; graph replay vs eager launches)
+    "toktier GPU, arrays": "#332288",
+    "toktier GPU, export": "#6A51A3",
+    "toktier GPU, list": "#9E9AC8",
+    "toktier GPU, graph replay": "#332288",
+    "toktier GPU, eager": "#9E9AC8",
     # peers
     "fastokens full re-encode": _VERMILLION,
     "fastokens": _VERMILLION,

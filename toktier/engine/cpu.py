@@ -230,6 +230,32 @@ def _unsafe_regions(n, cps, fl, class_of, stable, nfc, ls, le, nlit):
     return ra[:m].copy(), rb[:m].copy()
 
 
+def nfc_changes(normalize, text: str, ra: np.ndarray, rb: np.ndarray) -> list[bool]:
+    """Whether the reference's NFC changes each stretch ``text[ra[k]:rb[k]]``, in one call.
+
+    The stretches are joined by a private-use character absent from the text and
+    normalized once.  Such a character is a starter with no decomposition that no
+    composition pair contains, so NFC never reorders, composes or decomposes across
+    it: the normalized join is the join of the normalized stretches, and splitting
+    it gives each one back (thousands of reference calls become one on
+    multilingual text).
+    """
+    pieces = [text[a:b] for a, b in zip(ra.tolist(), rb.tolist(), strict=True)]
+    if len(pieces) < 2:
+        return [normalize(p) != p for p in pieces]
+    sep = next((c for c in map(chr, range(0xE000, 0xF900)) if c not in text), None)
+    if sep is None:  # every private-use character occurs: one call per stretch
+        return [normalize(p) != p for p in pieces]
+    joined = sep.join(pieces)
+    normed = normalize(joined)
+    if normed == joined:
+        return [False] * len(pieces)
+    parts = normed.split(sep)
+    if len(parts) != len(pieces):  # pragma: no cover - impossible for NFC (see above)
+        return [normalize(p) != p for p in pieces]
+    return [q != p for q, p in zip(parts, pieces, strict=True)]
+
+
 @numba.njit(cache=True, nogil=True)
 def _cut_before(t, n, cps, fl, class_of, stable, nfc, ls, le, nlit):
     """Last certified cut at or before ``t`` (0 if none)."""
@@ -693,10 +719,9 @@ class CpuEngine:
         ref: list[tuple[int, int]] = []
         if t.nfc:
             ra, rb = _unsafe_regions(*cut_args)
-            normalize = self.tokenizer.hf.normalizer.normalize_str
-            for a, b in zip(ra.tolist(), rb.tolist(), strict=True):
-                piece = text[a:b]
-                if normalize(piece) == piece:
+            changed = nfc_changes(self.tokenizer.hf.normalizer.normalize_str, text, ra, rb)
+            for a, b, ch in zip(ra.tolist(), rb.tolist(), changed, strict=True):
+                if not ch:
                     continue  # NFC-stable after all: the engine takes it
                 if ref and a <= ref[-1][1] + NFC_COALESCE:
                     ref[-1] = (ref[-1][0], b)  # fewer, larger reference calls

@@ -1,0 +1,117 @@
+"""Tables and the figure of the committed GPU runs (``bench-gpu`` records, GPU certifications).
+
+Experiment 06 calls ``write_gpu_report``; it reads only files (no GPU needed), so
+the GPU rows of a run made elsewhere are drawn on any machine.  Simulator smoke
+records are never drawn.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from .palette import markers, palette
+
+
+def gpu_runs(runs_dir: Path) -> list[dict]:
+    """Every ``gpu-*.json`` bench record from a real GPU, each tagged with its source file."""
+    out = []
+    for p in sorted(Path(runs_dir).glob("gpu-*.json")):
+        rec = json.loads(p.read_text())
+        if rec.get("device") == "gpu":
+            out.append(rec | {"file": p.name})
+    return out
+
+
+def short_commit(machine: dict) -> str:
+    """``abc1234`` or ``abc1234+dirty`` (a run from uncommitted changes says so)."""
+    c = str(machine.get("commit") or "")
+    return c[:7] + ("+dirty" if c.endswith("+dirty") else "")
+
+
+def _tag(rec: dict) -> dict:
+    return {"gpu": rec["gpu"]["gpu"], "commit": short_commit(rec.get("machine", {})),
+            "file": rec["file"]}  # fmt: skip
+
+
+def gpu_tables(runs: list[dict]) -> dict[str, pd.DataFrame]:
+    """latency (P50/P90 per method and size), throughput (GB/s), tail (P99), one row set per run."""
+    lat = [pd.DataFrame(r["latency_summary"]).assign(**_tag(r)) for r in runs]
+    thr = [pd.DataFrame(r["throughput"]).assign(**_tag(r)) for r in runs]
+    tail = [pd.DataFrame(r["tail_summary"]).assign(**_tag(r)) for r in runs]
+    return {
+        "latency": pd.concat(lat, ignore_index=True) if lat else pd.DataFrame(),
+        "throughput": pd.concat(thr, ignore_index=True) if thr else pd.DataFrame(),
+        "tail": pd.concat(tail, ignore_index=True) if tail else pd.DataFrame(),
+    }
+
+
+def gpu_certification(cert_dir: Path) -> pd.DataFrame:
+    """One row per ``certify-engine --device gpu`` record in ``cert_dir`` (counts, divergences)."""
+    rows = []
+    for p in sorted(Path(cert_dir).glob("*.json")):
+        rec = json.loads(p.read_text())
+        if rec.get("device") != "gpu":
+            continue
+        for r in rec["results"]:
+            keep = {k: v for k, v in r.items() if not isinstance(v, (dict, list))}
+            rows.append(keep | {"gpu": rec["gpu"]["gpu"],
+                                "commit": short_commit(rec["machine"])})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def plot_gpu(tables: dict[str, pd.DataFrame], path: Path) -> None:
+    """P50 against size per tokenizer run, and P99 under contention (graph replay vs eager)."""
+    import matplotlib.pyplot as plt
+
+    lat, tail = tables["latency"], tables["tail"]
+    runs = list(dict.fromkeys(zip(lat.tokenizer, lat.file, lat.commit, strict=True)))
+    fig, axes = plt.subplots(1, len(runs) + 1, figsize=(5.2 * (len(runs) + 1), 4.4))
+    methods = list(dict.fromkeys(lat.method))
+    col, mk = palette(methods), markers(methods)
+    for k, (ax, (tok, file, commit)) in enumerate(zip(axes, runs, strict=False)):
+        d = lat[(lat.tokenizer == tok) & (lat.file == file)]
+        for m in methods:
+            dm = d[d.method == m].sort_values("chars")
+            if len(dm):
+                ax.plot(dm.chars, dm.p50, marker=mk[m], color=col[m], label=m)
+        ax.set(xscale="log", yscale="log", xlabel="context (characters)", ylabel="P50 latency (ms)",
+               title=f"({chr(97 + k)}) {tok}, {d.gpu.iloc[0]} (commit {commit})")  # fmt: skip
+        ax.legend(fontsize=8)
+    ax = axes[-1]
+    t = tail.assign(run=tail.tokenizer + " @" + tail.commit)
+    labels, xs, width = list(dict.fromkeys(t.run)), range(len(set(t.run))), 0.2
+    combos = [(m, c) for m in ("toktier GPU, graph replay", "toktier GPU, eager")
+              for c in (False, True)]  # fmt: skip
+    for k, (m, c) in enumerate(combos):
+        vals = [t[(t.run == r) & (t.method == m) & (t.contention == c)].p99.mean() for r in labels]
+        ax.bar([x + (k - 1.5) * width for x in xs], vals, width, color=palette([m])[m],
+               hatch="//" if c else None, edgecolor="white",
+               label=f"{m.split(', ')[1]}, {'CPU contention' if c else 'idle CPU'}")  # fmt: skip
+    ax.set_xticks(list(xs), labels)
+    ax.set(ylabel="P99 latency (ms)", title=f"({chr(97 + len(runs))}) 50K-char requests: P99, graphs vs eager")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+
+
+def write_gpu_report(results: Path) -> dict[str, pd.DataFrame] | None:
+    """Write the GPU tables (and figure) under ``results``; None when no GPU run is committed."""
+    results = Path(results)
+    cert = gpu_certification(results / "runs" / "engine-gpu")
+    if len(cert):
+        cert.to_csv(results / "tables" / "engine-certification-gpu.csv", index=False)
+    runs = gpu_runs(results / "runs")
+    if not runs:
+        return None
+    tables = gpu_tables(runs)
+    tables["latency"].to_csv(results / "tables" / "full-tokenization-gpu.csv", index=False)
+    tables["throughput"].to_csv(results / "tables" / "gpu-throughput.csv", index=False)
+    tables["tail"].to_csv(results / "tables" / "gpu-tail.csv", index=False)
+    plot_gpu(tables, results / "figures" / "full-tokenization-gpu.png")
+    exact = all(r["all_exact"] for r in runs)
+    return tables | {"certification": cert, "all_exact": exact}
