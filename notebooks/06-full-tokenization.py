@@ -28,6 +28,7 @@ samples = 5
 corpus_chars = 1_000_000
 engine_runs = []
 results_dir = "results"
+gpu_evidence_dir = "results"  # committed GPU records (bench-gpu, certify-engine --device gpu)
 
 # %%
 import json
@@ -164,7 +165,7 @@ cert
 # %%
 from toktier.bench.gpu_report import write_gpu_report
 
-gpu = write_gpu_report(results)  # tables + figure from the committed GPU records
+gpu = write_gpu_report(results, Path(gpu_evidence_dir))  # from the committed GPU records
 if gpu is None:
     print("GPU rows pending: no results/runs/gpu-*.json from a real GPU is committed.")
 else:

@@ -99,13 +99,20 @@ def plot_gpu(tables: dict[str, pd.DataFrame], path: Path) -> None:
     plt.close(fig)
 
 
-def write_gpu_report(results: Path) -> dict[str, pd.DataFrame] | None:
-    """Write the GPU tables (and figure) under ``results``; None when no GPU run is committed."""
+def write_gpu_report(results: Path, evidence: Path | None = None) -> dict | None:
+    """Write the GPU tables (and figure) under ``results``; None when no GPU run is committed.
+
+    The records are read from ``evidence`` (default: ``results``): GPU runs are made by
+    hand on a GPU machine and committed, so a workflow run on a CPU machine draws the
+    committed ones into its own results tree.
+    """
     results = Path(results)
-    cert = gpu_certification(results / "runs" / "engine-gpu")
+    evidence = Path(evidence) if evidence is not None else results
+    (results / "tables").mkdir(parents=True, exist_ok=True)
+    cert = gpu_certification(evidence / "runs" / "engine-gpu")
     if len(cert):
         cert.to_csv(results / "tables" / "engine-certification-gpu.csv", index=False)
-    runs = gpu_runs(results / "runs")
+    runs = gpu_runs(evidence / "runs")
     if not runs:
         return None
     tables = gpu_tables(runs)

@@ -6,7 +6,7 @@ rule tokenizer_artifact:
         py=PY,
         home=DATA_HOME,
     log:
-        "results/logs/artifacts/{name}.log",
+        f"{RESULTS}/logs/artifacts/{{name}}.log",
     conda:
         "../../environment.yml"
     shell:

@@ -4,8 +4,8 @@ rule certify_conversion:
         tokenizers=[tokenizer_json(n) for n in CONVERTED],
         trajectories=TRAJECTORIES,
     output:
-        run="results/runs/conversion-certification.json",
-        table="results/tables/conversion-certification.csv",
+        run=f"{RESULTS}/runs/conversion-certification.json",
+        table=f"{RESULTS}/tables/conversion-certification.csv",
     params:
         py=PY,
         home=DATA_HOME,
@@ -13,7 +13,7 @@ rule certify_conversion:
         seed=config["certification"]["seed"],
         names=" ".join(CONVERTED),
     log:
-        "results/logs/certify/conversion.log",
+        f"{RESULTS}/logs/certify/conversion.log",
     conda:
         "../../environment.yml"
     shell:

@@ -9,7 +9,7 @@ rule trajectory_archive:
         # --url only when configured (an empty quoted argument reads as a missing value)
         url=f"--url {shlex.quote(config['data']['url'])}" if config["data"].get("url") else "",
     log:
-        "results/logs/data/trajectories.log",
+        f"{RESULTS}/logs/data/trajectories.log",
     conda:
         "../../environment.yml"
     shell:

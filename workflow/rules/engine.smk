@@ -7,7 +7,7 @@ rule certify_engine:
         tokenizer="data/build/tokenizers/{name}/tokenizer.json",
         trajectories=TRAJECTORIES,
     output:
-        "results/runs/engine/{name}.json",
+        f"{RESULTS}/runs/engine/{{name}}.json",
     params:
         py=PY,
         home=DATA_HOME,
@@ -15,7 +15,7 @@ rule certify_engine:
         stride=config["engine"]["codepoint_stride"],
         seed=config["certification"]["seed"],
     log:
-        "results/logs/certify/engine-{name}.log",
+        f"{RESULTS}/logs/certify/engine-{{name}}.log",
     conda:
         "../../environment.yml"
     shell:
@@ -31,19 +31,20 @@ rule notebook_full_tokenization:
         notebook="build/notebooks/06-full-tokenization.ipynb",
         trajectories=TRAJECTORIES,
         tokenizers=[tokenizer_json(n) for n in config["full"]["tokenizers"]],
-        engine_runs=expand("results/runs/engine/{name}.json", name=BYTE_BPE),
+        engine_runs=expand(f"{RESULTS}/runs/engine/{{name}}.json", name=BYTE_BPE),
     output:
-        notebook="results/notebooks/06-full-tokenization.ipynb",
-        table="results/tables/full-tokenization.csv",
-        bulk="results/tables/bulk-throughput.csv",
-        certification="results/tables/engine-certification.csv",
-        run="results/runs/full-tokenization.json",
+        notebook=f"{RESULTS}/notebooks/06-full-tokenization.ipynb",
+        table=f"{RESULTS}/tables/full-tokenization.csv",
+        bulk=f"{RESULTS}/tables/bulk-throughput.csv",
+        certification=f"{RESULTS}/tables/engine-certification.csv",
+        run=f"{RESULTS}/runs/full-tokenization.json",
         figure=report(
-            "results/figures/full-tokenization.png",
+            f"{RESULTS}/figures/full-tokenization.png",
             caption="../report/full-tokenization.rst",
             category="Engine",
         ),
     params:
+        results=lambda w, output: Path(output.notebook).parent.parent,  # its tree
         py=PY,
         home=DATA_HOME,
         root=str(ROOT),
@@ -53,7 +54,7 @@ rule notebook_full_tokenization:
         corpus_chars=config["full"]["corpus_chars"],
         engine_runs=lambda wc, input: json.dumps(list(input.engine_runs)),
     log:
-        "results/logs/notebooks/06-full-tokenization.log",
+        f"{RESULTS}/logs/notebooks/06-full-tokenization.log",
     conda:
         "../../environment.yml"
     shell:
@@ -61,4 +62,4 @@ rule notebook_full_tokenization:
         "--cwd {params.root:q} -k python3 -p archive {input.trajectories:q} "
         "-y 'tokenizers: {params.tokenizers}' -y 'contexts: {params.contexts}' "
         "-y 'engine_runs: {params.engine_runs}' -p samples {params.samples} "
-        "-p corpus_chars {params.corpus_chars} -p results_dir results > {log:q} 2>&1"
+        "-p corpus_chars {params.corpus_chars} -p results_dir {params.results:q} > {log:q} 2>&1"

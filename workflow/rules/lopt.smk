@@ -4,15 +4,16 @@ rule notebook_lopt_counterexample:
         notebook="build/notebooks/07-lopt-counterexample.ipynb",
         tokenizers=[tokenizer_json(n) for n in config["lopt"]["tokenizers"]],
     output:
-        notebook="results/notebooks/07-lopt-counterexample.ipynb",
-        table="results/tables/lopt-counterexamples.csv",
-        run="results/runs/lopt-counterexamples.json",
+        notebook=f"{RESULTS}/notebooks/07-lopt-counterexample.ipynb",
+        table=f"{RESULTS}/tables/lopt-counterexamples.csv",
+        run=f"{RESULTS}/runs/lopt-counterexamples.json",
         figure=report(
-            "results/figures/lopt-counterexamples.png",
+            f"{RESULTS}/figures/lopt-counterexamples.png",
             caption="../report/lopt-counterexample.rst",
             category="Baselines",
         ),
     params:
+        results=lambda w, output: Path(output.notebook).parent.parent,  # its tree
         py=PY,
         home=DATA_HOME,
         root=str(ROOT),
@@ -20,10 +21,10 @@ rule notebook_lopt_counterexample:
         trials=config["lopt"]["trials"],
         seed=config["certification"]["seed"],
     log:
-        "results/logs/notebooks/07-lopt-counterexample.log",
+        f"{RESULTS}/logs/notebooks/07-lopt-counterexample.log",
     conda:
         "../../environment.yml"
     shell:
         "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} "
         "--cwd {params.root:q} -k python3 -y 'tokenizers: {params.tokenizers}' "
-        "-p trials {params.trials} -p seed {params.seed} -p results_dir results > {log:q} 2>&1"
+        "-p trials {params.trials} -p seed {params.seed} -p results_dir {params.results:q} > {log:q} 2>&1"

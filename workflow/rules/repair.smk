@@ -4,7 +4,7 @@ rule certify_repair:
         tokenizer="data/build/tokenizers/{name}/tokenizer.json",
         trajectories=TRAJECTORIES,
     output:
-        "results/runs/repair/{name}.json",
+        f"{RESULTS}/runs/repair/{{name}}.json",
     params:
         py=PY,
         home=DATA_HOME,
@@ -13,7 +13,7 @@ rule certify_repair:
         replay=config["repair"]["replay_sessions"] or 0,
         seed=config["certification"]["seed"],
     log:
-        "results/logs/repair/{name}.log",
+        f"{RESULTS}/logs/repair/{{name}}.log",
     conda:
         "../../environment.yml"
     shell:
@@ -31,15 +31,16 @@ rule notebook_repair_latency:
         trajectories=TRAJECTORIES,
         tokenizer=tokenizer_json(config["latency"]["tokenizer"]),
     output:
-        notebook="results/notebooks/03-repair-latency.ipynb",
-        table="results/tables/repair-latency.csv",
-        run="results/runs/repair-latency.json",
+        notebook=f"{RESULTS}/notebooks/03-repair-latency.ipynb",
+        table=f"{RESULTS}/tables/repair-latency.csv",
+        run=f"{RESULTS}/runs/repair-latency.json",
         figure=report(
-            "results/figures/repair-latency.png",
+            f"{RESULTS}/figures/repair-latency.png",
             caption="../report/repair-latency.rst",
             category="Repair",
         ),
     params:
+        results=lambda w, output: Path(output.notebook).parent.parent,  # its tree
         py=PY,
         home=DATA_HOME,
         root=str(ROOT),
@@ -48,14 +49,14 @@ rule notebook_repair_latency:
         sessions=config["latency"]["sessions"],
         appends=config["latency"]["appends"],
     log:
-        "results/logs/notebooks/03-repair-latency.log",
+        f"{RESULTS}/logs/notebooks/03-repair-latency.log",
     conda:
         "../../environment.yml"
     shell:
         "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} "
         "--cwd {params.root:q} -k python3 -p archive {input.trajectories:q} -p tokenizer {params.tokenizer:q} "
         "-y 'contexts: {params.contexts}' -p sessions {params.sessions} -p appends {params.appends} "
-        "-p results_dir results > {log:q} 2>&1"
+        "-p results_dir {params.results:q} > {log:q} 2>&1"
 
 
 rule notebook_repair_behavior:
@@ -63,25 +64,26 @@ rule notebook_repair_behavior:
     threads: workflow.cores
     input:
         notebook="build/notebooks/04-repair-behavior.ipynb",
-        runs=expand("results/runs/repair/{name}.json", name=TOKENIZERS),
+        runs=expand(f"{RESULTS}/runs/repair/{{name}}.json", name=TOKENIZERS),
         trajectories=TRAJECTORIES,
         tokenizer=tokenizer_json(config["latency"]["tokenizer"]),
     output:
-        notebook="results/notebooks/04-repair-behavior.ipynb",
-        certification="results/tables/repair-certification.csv",
-        behavior="results/tables/repair-behavior.csv",
-        sweep="results/tables/delta-sweep.csv",
+        notebook=f"{RESULTS}/notebooks/04-repair-behavior.ipynb",
+        certification=f"{RESULTS}/tables/repair-certification.csv",
+        behavior=f"{RESULTS}/tables/repair-behavior.csv",
+        sweep=f"{RESULTS}/tables/delta-sweep.csv",
         figure=report(
-            "results/figures/repair-behavior.png",
+            f"{RESULTS}/figures/repair-behavior.png",
             caption="../report/repair-behavior.rst",
             category="Repair",
         ),
         sweep_figure=report(
-            "results/figures/delta-sweep.png",
+            f"{RESULTS}/figures/delta-sweep.png",
             caption="../report/delta-sweep.rst",
             category="Repair",
         ),
     params:
+        results=lambda w, output: Path(output.notebook).parent.parent,  # its tree
         py=PY,
         home=DATA_HOME,
         root=str(ROOT),
@@ -91,7 +93,7 @@ rule notebook_repair_behavior:
         deltas=json.dumps(config["sweep"]["deltas"]),
         sessions=config["sweep"]["sessions"],
     log:
-        "results/logs/notebooks/04-repair-behavior.log",
+        f"{RESULTS}/logs/notebooks/04-repair-behavior.log",
     conda:
         "../../environment.yml"
     shell:
@@ -99,7 +101,7 @@ rule notebook_repair_behavior:
         "--cwd {params.root:q} -k python3 -p runs {params.runs:q} -p archive {input.trajectories:q} "
         "-p tokenizer {params.tokenizer:q} -y 'sweep_contexts: {params.contexts}' "
         "-y 'sweep_deltas: {params.deltas}' -p sweep_sessions {params.sessions} "
-        "-p results_dir results > {log:q} 2>&1"
+        "-p results_dir {params.results:q} > {log:q} 2>&1"
 
 
 rule notebook_state_memory:
@@ -108,25 +110,26 @@ rule notebook_state_memory:
         trajectories=TRAJECTORIES,
         tokenizer=tokenizer_json(config["latency"]["tokenizer"]),
     output:
-        notebook="results/notebooks/05-state-memory.ipynb",
-        table="results/tables/state-memory.csv",
-        ttl="results/tables/ttl-hits.csv",
+        notebook=f"{RESULTS}/notebooks/05-state-memory.ipynb",
+        table=f"{RESULTS}/tables/state-memory.csv",
+        ttl=f"{RESULTS}/tables/ttl-hits.csv",
         figure=report(
-            "results/figures/state-memory.png",
+            f"{RESULTS}/figures/state-memory.png",
             caption="../report/state-memory.rst",
             category="Repair",
         ),
     params:
+        results=lambda w, output: Path(output.notebook).parent.parent,  # its tree
         py=PY,
         home=DATA_HOME,
         root=str(ROOT),
         tokenizer=config["latency"]["tokenizer"],
         sessions=config["memory"]["sessions"],
     log:
-        "results/logs/notebooks/05-state-memory.log",
+        f"{RESULTS}/logs/notebooks/05-state-memory.log",
     conda:
         "../../environment.yml"
     shell:
         "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} "
         "--cwd {params.root:q} -k python3 -p archive {input.trajectories:q} -p tokenizer {params.tokenizer:q} "
-        "-p sessions {params.sessions} -p results_dir results > {log:q} 2>&1"
+        "-p sessions {params.sessions} -p results_dir {params.results:q} > {log:q} 2>&1"

@@ -6,16 +6,17 @@ rule notebook_continuation:
         trajectories=TRAJECTORIES,
         tokenizers=[tokenizer_json(n) for n in config["continuation"]["tokenizers"]],
     output:
-        notebook="results/notebooks/10-continuation.ipynb",
-        table="results/tables/continuation-latency.csv",
-        targets="results/tables/continuation-targets.csv",
-        run="results/runs/continuation.json",
+        notebook=f"{RESULTS}/notebooks/10-continuation.ipynb",
+        table=f"{RESULTS}/tables/continuation-latency.csv",
+        targets=f"{RESULTS}/tables/continuation-targets.csv",
+        run=f"{RESULTS}/runs/continuation.json",
         figure=report(
-            "results/figures/continuation-latency.png",
+            f"{RESULTS}/figures/continuation-latency.png",
             caption="../report/continuation-latency.rst",
             category="Repair",
         ),
     params:
+        results=lambda w, output: Path(output.notebook).parent.parent,  # its tree
         py=PY,
         home=DATA_HOME,
         root=str(ROOT),
@@ -25,7 +26,7 @@ rule notebook_continuation:
         samples=config["continuation"]["samples"],
         slow_samples=config["continuation"]["slow_samples"],
     log:
-        "results/logs/notebooks/10-continuation.log",
+        f"{RESULTS}/logs/notebooks/10-continuation.log",
     conda:
         "../../environment.yml"
     shell:
@@ -33,7 +34,7 @@ rule notebook_continuation:
         "--cwd {params.root:q} -k python3 -p archive {input.trajectories:q} "
         "-y 'tokenizers: {params.tokenizers}' -y 'contexts: {params.contexts}' "
         "-p delta {params.delta} -p samples {params.samples} -p slow_samples {params.slow_samples} "
-        "-p results_dir results > {log:q} 2>&1"
+        "-p results_dir {params.results:q} > {log:q} 2>&1"
 
 
 rule notebook_frontend_cost:
@@ -44,26 +45,27 @@ rule notebook_frontend_cost:
         trajectories=TRAJECTORIES,
         tokenizer=tokenizer_json(config["cost"]["tokenizer"]),
     output:
-        notebook="results/notebooks/11-frontend-cost.ipynb",
-        table="results/tables/frontend-cost.csv",
-        run="results/runs/frontend-cost.json",
+        notebook=f"{RESULTS}/notebooks/11-frontend-cost.ipynb",
+        table=f"{RESULTS}/tables/frontend-cost.csv",
+        run=f"{RESULTS}/runs/frontend-cost.json",
         figure=report(
-            "results/figures/frontend-cost.png",
+            f"{RESULTS}/figures/frontend-cost.png",
             caption="../report/frontend-cost.rst",
             category="Serving",
         ),
     params:
+        results=lambda w, output: Path(output.notebook).parent.parent,  # its tree
         py=PY,
         home=DATA_HOME,
         root=str(ROOT),
         tokenizer=config["cost"]["tokenizer"],
         sessions=config["cost"]["sessions"],
     log:
-        "results/logs/notebooks/11-frontend-cost.log",
+        f"{RESULTS}/logs/notebooks/11-frontend-cost.log",
     conda:
         "../../environment.yml"
     shell:
         "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} "
         "--cwd {params.root:q} -k python3 -p archive {input.trajectories:q} "
         "-p tokenizer {params.tokenizer:q} -p sessions {params.sessions} "
-        "-p results_dir results > {log:q} 2>&1"
+        "-p results_dir {params.results:q} > {log:q} 2>&1"

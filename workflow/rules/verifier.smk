@@ -6,16 +6,17 @@ rule notebook_verifier_faults:
         trajectories=TRAJECTORIES,
         tokenizer=tokenizer_json(config["verifier"]["tokenizer"]),
     output:
-        notebook="results/notebooks/08-verifier-faults.ipynb",
-        table="results/tables/verifier-faults.csv",
-        delay="results/tables/verifier-delay.csv",
-        run="results/runs/verifier-faults.json",
+        notebook=f"{RESULTS}/notebooks/08-verifier-faults.ipynb",
+        table=f"{RESULTS}/tables/verifier-faults.csv",
+        delay=f"{RESULTS}/tables/verifier-delay.csv",
+        run=f"{RESULTS}/runs/verifier-faults.json",
         figure=report(
-            "results/figures/verifier-faults.png",
+            f"{RESULTS}/figures/verifier-faults.png",
             caption="../report/verifier-faults.rst",
             category="Verification",
         ),
     params:
+        results=lambda w, output: Path(output.notebook).parent.parent,  # its tree
         py=PY,
         home=DATA_HOME,
         root=str(ROOT),
@@ -27,7 +28,7 @@ rule notebook_verifier_faults:
         max_context_chars=config["verifier"]["max_context_chars"],
         seed=config["certification"]["seed"],
     log:
-        "results/logs/notebooks/08-verifier-faults.log",
+        f"{RESULTS}/logs/notebooks/08-verifier-faults.log",
     conda:
         "../../environment.yml"
     shell:
@@ -36,7 +37,7 @@ rule notebook_verifier_faults:
         "-p archive {input.trajectories:q} -p requests {params.requests} "
         "-p fault_rate {params.fault_rate} -y 'rates: {params.rates}' "
         "-p campaigns {params.campaigns} -p max_context_chars {params.max_context_chars} "
-        "-p seed {params.seed} -p results_dir results > {log:q} 2>&1"
+        "-p seed {params.seed} -p results_dir {params.results:q} > {log:q} 2>&1"
 
 
 rule notebook_tail_capacity:
@@ -48,16 +49,17 @@ rule notebook_tail_capacity:
         trajectories=TRAJECTORIES,
         tokenizer=tokenizer_json(config["capacity"]["tokenizer"]),
     output:
-        notebook="results/notebooks/09-tail-capacity.ipynb",
-        table="results/tables/tail-capacity.csv",
-        bursts="results/tables/burst-tails.csv",
-        run="results/runs/tail-capacity.json",
+        notebook=f"{RESULTS}/notebooks/09-tail-capacity.ipynb",
+        table=f"{RESULTS}/tables/tail-capacity.csv",
+        bursts=f"{RESULTS}/tables/burst-tails.csv",
+        run=f"{RESULTS}/runs/tail-capacity.json",
         figure=report(
-            "results/figures/tail-capacity.png",
+            f"{RESULTS}/figures/tail-capacity.png",
             caption="../report/tail-capacity.rst",
             category="Service",
         ),
     params:
+        results=lambda w, output: Path(output.notebook).parent.parent,  # its tree
         py=PY,
         home=DATA_HOME,
         root=str(ROOT),
@@ -70,7 +72,7 @@ rule notebook_tail_capacity:
         scenarios=config["capacity"]["burst_scenarios"],
         seed=config["certification"]["seed"],
     log:
-        "results/logs/notebooks/09-tail-capacity.log",
+        f"{RESULTS}/logs/notebooks/09-tail-capacity.log",
     conda:
         "../../environment.yml"
     shell:
@@ -79,5 +81,5 @@ rule notebook_tail_capacity:
         "-p archive {input.trajectories:q} -p sessions {params.sessions} "
         "-p duration_s {params.duration} -y 'loads_stateless: {params.loads_stateless}' "
         "-y 'loads_tier: {params.loads_tier}' -y 'workers: {params.workers}' "
-        "-p burst_scenarios {params.scenarios} -p seed {params.seed} -p results_dir results "
+        "-p burst_scenarios {params.scenarios} -p seed {params.seed} -p results_dir {params.results:q} "
         "> {log:q} 2>&1"
