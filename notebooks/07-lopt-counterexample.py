@@ -29,7 +29,7 @@
 
 # %% tags=["parameters"]
 tokenizers = ["llama3", "qwen3", "gpt-oss"]
-trials = 400
+trials = 300
 seed = 0
 results_dir = "results"
 

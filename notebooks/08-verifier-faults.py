@@ -32,10 +32,10 @@
 # %% tags=["parameters"]
 tokenizer = "llama3"
 archive = ""  # empty: the verified local copy (toktier.workload.archives.find_archive)
-requests = 600
-fault_rate = 434 / 2999
+requests = 3000
+fault_rate = 0.1447
 rates = [0.10, 0.05]
-campaigns = 100
+campaigns = 1000
 max_context_chars = 200_000
 seed = 0
 results_dir = "results"

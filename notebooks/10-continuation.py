@@ -25,8 +25,8 @@ archive = "data/build/archives/mini-swe-agent-gemini3-swebench-verified.tar.xz"
 tokenizers = ["llama3", "qwen3"]
 contexts = [12_000, 48_000, 200_000, 1_000_000]
 delta = 1100
-samples = 100
-slow_samples = 20
+samples = 60
+slow_samples = 10
 results_dir = "results"
 
 # %%

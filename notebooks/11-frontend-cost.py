@@ -23,7 +23,7 @@
 # %% tags=["parameters"]
 archive = "data/build/archives/mini-swe-agent-gemini3-swebench-verified.tar.xz"
 tokenizer = "llama3"
-sessions = 20  # trajectories replayed (0: all 500)
+sessions = 12  # trajectories replayed (0: all 500)
 results_dir = "results"
 
 # %%

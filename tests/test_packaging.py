@@ -133,3 +133,62 @@ def test_package_discovery_includes_every_subpackage():
         ".".join(p.relative_to(ROOT).parent.parts) for p in (ROOT / "toktier").rglob("__init__.py")
     }
     assert "toktier.engine.gpu" in on_disk and on_disk <= found, on_disk - found
+
+
+# Parameters that name files of the run (paths differ by design between a notebook opened
+# by hand on the committed evidence and a workflow run into its own tree).
+_PATH_PARAMS = {"archive", "results_dir", "runs", "engine_runs", "gpu_evidence_dir"}
+
+
+def _notebook_defaults(path: Path) -> dict:
+    """The parameters cell of a jupytext notebook, evaluated (literals and arithmetic only)."""
+    import ast
+    import re
+
+    cell = re.search(r'# %% tags=\["parameters"\]\n(.*?)\n# %%', path.read_text(), re.S).group(1)
+    out = {}
+    for node in ast.parse(cell).body:
+        assert isinstance(node, ast.Assign) and len(node.targets) == 1, (path, ast.dump(node))
+        expr = compile(ast.Expression(node.value), str(path), "eval")
+        out[node.targets[0].id] = eval(expr, {"__builtins__": {}})
+    return out
+
+
+def _papermill_value(text: str):
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return {"True": True, "False": False, "None": None}.get(text, text)
+
+
+def test_notebook_defaults_equal_the_default_config():
+    """Every notebook rule passes every parameter, and each default equals what the default
+    config passes: opening a notebook by hand runs the kick-the-tires experiment."""
+    import shlex
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "-p", "--forceall", "--cores", "1"],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    commands = [ln for ln in proc.stdout.splitlines() if "-m papermill" in ln]
+    seen = set()
+    for line in commands:
+        toks = shlex.split(line.split(" > ")[0])
+        nb = next(t for t in toks if t.startswith("build/notebooks/"))
+        source = ROOT / "notebooks" / (Path(nb).stem + ".py")
+        defaults = _notebook_defaults(source)
+        passed = {}
+        for k, tok in enumerate(toks):
+            if tok == "-p":
+                passed[toks[k + 1]] = _papermill_value(toks[k + 2])
+            elif tok == "-y":
+                passed.update(yaml.safe_load(toks[k + 1]))
+        assert set(passed) == set(defaults), (source.name, set(passed) ^ set(defaults))
+        for name, value in passed.items():
+            if name not in _PATH_PARAMS:
+                assert defaults[name] == value, (source.name, name, defaults[name], value)
+        seen.add(source.name)
+    assert len(seen) == len(list((ROOT / "notebooks").glob("[0-9][0-9]-*.py"))), seen

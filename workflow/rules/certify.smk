@@ -12,6 +12,8 @@ rule certify_conversion:
         chars=config["certification"]["conversion_chars"],
         seed=config["certification"]["seed"],
         names=" ".join(CONVERTED),
+    benchmark:
+        f"{RESULTS}/benchmarks/certify/conversion.tsv"
     log:
         f"{RESULTS}/logs/certify/conversion.log",
     conda:

@@ -14,6 +14,8 @@ rule certify_engine:
         chars=config["engine"]["certification_chars"],
         stride=config["engine"]["codepoint_stride"],
         seed=config["certification"]["seed"],
+    benchmark:
+        f"{RESULTS}/benchmarks/certify/engine-{{name}}.tsv"
     log:
         f"{RESULTS}/logs/certify/engine-{{name}}.log",
     conda:
@@ -32,6 +34,8 @@ rule notebook_full_tokenization:
         trajectories=TRAJECTORIES,
         tokenizers=[tokenizer_json(n) for n in config["full"]["tokenizers"]],
         engine_runs=expand(f"{RESULTS}/runs/engine/{{name}}.json", name=BYTE_BPE),
+        # committed by hand from a GPU machine (bench-gpu, certify-engine --device gpu)
+        gpu_records="results/runs/engine-gpu",
     output:
         notebook=f"{RESULTS}/notebooks/06-full-tokenization.ipynb",
         table=f"{RESULTS}/tables/full-tokenization.csv",
@@ -53,6 +57,9 @@ rule notebook_full_tokenization:
         samples=config["full"]["samples"],
         corpus_chars=config["full"]["corpus_chars"],
         engine_runs=lambda wc, input: json.dumps(list(input.engine_runs)),
+        gpu_evidence=lambda wc, input: Path(input.gpu_records).parent.parent,
+    benchmark:
+        f"{RESULTS}/benchmarks/notebooks/06-full-tokenization.tsv"
     log:
         f"{RESULTS}/logs/notebooks/06-full-tokenization.log",
     conda:
@@ -62,4 +69,5 @@ rule notebook_full_tokenization:
         "--cwd {params.root:q} -k python3 -p archive {input.trajectories:q} "
         "-y 'tokenizers: {params.tokenizers}' -y 'contexts: {params.contexts}' "
         "-y 'engine_runs: {params.engine_runs}' -p samples {params.samples} "
-        "-p corpus_chars {params.corpus_chars} -p results_dir {params.results:q} > {log:q} 2>&1"
+        "-p corpus_chars {params.corpus_chars} -p gpu_evidence_dir {params.gpu_evidence:q} "
+        "-p results_dir {params.results:q} > {log:q} 2>&1"

@@ -20,6 +20,8 @@ rule notebook_lopt_counterexample:
         tokenizers=json.dumps(config["lopt"]["tokenizers"]),
         trials=config["lopt"]["trials"],
         seed=config["certification"]["seed"],
+    benchmark:
+        f"{RESULTS}/benchmarks/notebooks/07-lopt-counterexample.tsv"
     log:
         f"{RESULTS}/logs/notebooks/07-lopt-counterexample.log",
     conda:

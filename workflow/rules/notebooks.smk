@@ -29,6 +29,8 @@ rule notebook_tokenizers:
         home=DATA_HOME,
         root=str(ROOT),
         names=",".join(TOKENIZERS),
+    benchmark:
+        f"{RESULTS}/benchmarks/notebooks/01-tokenizers.tsv"
     log:
         f"{RESULTS}/logs/notebooks/01-tokenizers.log",
     conda:
@@ -65,6 +67,8 @@ rule notebook_workload:
         root=str(ROOT),
         tokenizer=config["workload"]["tokenizer"],
         max_sessions=config["workload"]["max_sessions"] or 0,
+    benchmark:
+        f"{RESULTS}/benchmarks/notebooks/02-workload.tsv"
     log:
         f"{RESULTS}/logs/notebooks/02-workload.log",
     conda:

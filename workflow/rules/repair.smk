@@ -12,6 +12,8 @@ rule certify_repair:
         adversarial=config["repair"]["adversarial_examples"],
         replay=config["repair"]["replay_sessions"] or 0,
         seed=config["certification"]["seed"],
+    benchmark:
+        f"{RESULTS}/benchmarks/repair/{{name}}.tsv"
     log:
         f"{RESULTS}/logs/repair/{{name}}.log",
     conda:
@@ -48,6 +50,8 @@ rule notebook_repair_latency:
         contexts=json.dumps(config["latency"]["contexts"]),
         sessions=config["latency"]["sessions"],
         appends=config["latency"]["appends"],
+    benchmark:
+        f"{RESULTS}/benchmarks/notebooks/03-repair-latency.tsv"
     log:
         f"{RESULTS}/logs/notebooks/03-repair-latency.log",
     conda:
@@ -92,6 +96,8 @@ rule notebook_repair_behavior:
         contexts=json.dumps(config["sweep"]["contexts"]),
         deltas=json.dumps(config["sweep"]["deltas"]),
         sessions=config["sweep"]["sessions"],
+    benchmark:
+        f"{RESULTS}/benchmarks/notebooks/04-repair-behavior.tsv"
     log:
         f"{RESULTS}/logs/notebooks/04-repair-behavior.log",
     conda:
@@ -125,6 +131,8 @@ rule notebook_state_memory:
         root=str(ROOT),
         tokenizer=config["latency"]["tokenizer"],
         sessions=config["memory"]["sessions"],
+    benchmark:
+        f"{RESULTS}/benchmarks/notebooks/05-state-memory.tsv"
     log:
         f"{RESULTS}/logs/notebooks/05-state-memory.log",
     conda:

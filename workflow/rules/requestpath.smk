@@ -25,6 +25,8 @@ rule notebook_continuation:
         delta=config["continuation"]["delta"],
         samples=config["continuation"]["samples"],
         slow_samples=config["continuation"]["slow_samples"],
+    benchmark:
+        f"{RESULTS}/benchmarks/notebooks/10-continuation.tsv"
     log:
         f"{RESULTS}/logs/notebooks/10-continuation.log",
     conda:
@@ -60,6 +62,8 @@ rule notebook_frontend_cost:
         root=str(ROOT),
         tokenizer=config["cost"]["tokenizer"],
         sessions=config["cost"]["sessions"],
+    benchmark:
+        f"{RESULTS}/benchmarks/notebooks/11-frontend-cost.tsv"
     log:
         f"{RESULTS}/logs/notebooks/11-frontend-cost.log",
     conda:

@@ -27,6 +27,8 @@ rule notebook_verifier_faults:
         campaigns=config["verifier"]["campaigns"],
         max_context_chars=config["verifier"]["max_context_chars"],
         seed=config["certification"]["seed"],
+    benchmark:
+        f"{RESULTS}/benchmarks/notebooks/08-verifier-faults.tsv"
     log:
         f"{RESULTS}/logs/notebooks/08-verifier-faults.log",
     conda:
@@ -70,7 +72,16 @@ rule notebook_tail_capacity:
         loads_tier=json.dumps(config["capacity"]["loads_tier"]),
         workers=json.dumps(config["capacity"]["workers"]),
         scenarios=config["capacity"]["burst_scenarios"],
+        bursts=" ".join(
+            f"-p {k} {config['capacity'][k]}"
+            for k in ("burst_sessions", "burst_calls", "burst_window_s", "burst_compression",
+                      "max_context_chars", "overhead_sessions", "overhead_appends",
+                      "overhead_context", "verify_rate")
+        ),
+        objectives=json.dumps(config["capacity"]["objectives_ms"]),
         seed=config["certification"]["seed"],
+    benchmark:
+        f"{RESULTS}/benchmarks/notebooks/09-tail-capacity.tsv"
     log:
         f"{RESULTS}/logs/notebooks/09-tail-capacity.log",
     conda:
@@ -81,5 +92,5 @@ rule notebook_tail_capacity:
         "-p archive {input.trajectories:q} -p sessions {params.sessions} "
         "-p duration_s {params.duration} -y 'loads_stateless: {params.loads_stateless}' "
         "-y 'loads_tier: {params.loads_tier}' -y 'workers: {params.workers}' "
-        "-p burst_scenarios {params.scenarios} -p seed {params.seed} -p results_dir {params.results:q} "
-        "> {log:q} 2>&1"
+        "-p burst_scenarios {params.scenarios} {params.bursts} -y 'objectives_ms: {params.objectives}' "
+        "-p seed {params.seed} -p results_dir {params.results:q} > {log:q} 2>&1"
