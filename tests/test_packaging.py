@@ -192,3 +192,36 @@ def test_notebook_defaults_equal_the_default_config():
                 assert defaults[name] == value, (source.name, name, defaults[name], value)
         seen.add(source.name)
     assert len(seen) == len(list((ROOT / "notebooks").glob("[0-9][0-9]-*.py"))), seen
+
+
+def test_full_config_dry_runs_through_the_slurm_profile():
+    """profiles/slurm: every job of the full config is planned for the SLURM executor with a
+    declared memory and run time, and the timing experiments get a node's worth of threads."""
+    import re
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--nolock", "--forceall", "--cores", "64",
+         "--workflow-profile", "profiles/slurm", "--configfile", "config/full.yaml"],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "profiles/slurm" in out
+    jobs = re.findall(r"\n(?:local)?rule (\w+):\n(.*?)(?=\n\n|\nShell command)", out, re.S)
+    rules = {name for name, _ in jobs}
+    declared = yaml.safe_load((ROOT / "profiles/slurm/config.yaml").read_text())["set-resources"]
+    assert rules - {"all"} <= set(declared), rules - set(declared)
+    for name, body in jobs:
+        if name == "all":
+            continue
+        assert re.search(r"mem_mb=\d+", body) and re.search(r"runtime=\d+", body), (name, body)
+        if name.startswith("notebook_") and "threads: workflow.cores" in _rule_source(name):
+            assert "threads: 16" in body, (name, body)
+
+
+def _rule_source(name: str) -> str:
+    for path in (ROOT / "workflow" / "rules").glob("*.smk"):
+        text = path.read_text()
+        if f"rule {name}:" in text:
+            return text.split(f"rule {name}:", 1)[1].split("\nrule ", 1)[0]
+    raise AssertionError(name)

@@ -3,6 +3,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
@@ -14,7 +15,12 @@ configfile: "config/config.yaml"
 validate(config, "../schemas/config.schema.yaml")
 
 ROOT = Path(workflow.basedir)
-PY = sys.executable
+# Under --software-deployment-method conda (--use-conda) each job runs in the declared
+# environment (environment.yml), so its shell calls that environment's python; otherwise
+# the interpreter running snakemake (the virtualenv of the README's quick start).
+_DEPLOY = workflow.deployment_settings
+USE_CONDA = _DEPLOY is not None and DeploymentMethod.CONDA in _DEPLOY.deployment_method
+PY = "python" if USE_CONDA else sys.executable
 # Built artifacts (tokenizers, archives, probe caches) live here; every shell
 # command passes it as TOKTIER_HOME so the library looks in the same place.
 DATA_HOME = str(ROOT / "data" / "build")
