@@ -14,9 +14,11 @@ include: "workflow/rules/lopt.smk"
 include: "workflow/rules/verifier.smk"
 include: "workflow/rules/requestpath.smk"
 include: "workflow/rules/notebooks.smk"
+include: "workflow/rules/compare.smk"
 
 
 rule all:
     input:
         ALL_OUTPUTS,
+        [] if RESULTS == EVIDENCE else rules.compare_with_evidence.output,
     default_target: True

@@ -192,3 +192,36 @@ def test_gpu_report_draws_real_gpu_runs_only(tmp_path):
     assert (tmp_path / "tables" / "gpu-tail.csv").read_text().count("\n") == 5
     (runs / "gpu-a.json").unlink()
     assert gpu_report.write_gpu_report(tmp_path) is None
+
+
+def test_compare_runs_judges_verdicts_and_method_order(tmp_path):
+    """A run agrees with the evidence when its exactness verdicts and its method ordering do;
+    a divergence or a flipped ordering is a disagreement; a missing table is not judged."""
+    import pandas as pd
+
+    from toktier.bench import compare
+
+    def tree(name, divergences, fast_ms, slow_ms):
+        t = tmp_path / name / "tables"
+        t.mkdir(parents=True)
+        pd.DataFrame({"tokenizer": ["a", "b"], "divergences": [0, divergences]}).to_csv(
+            t / "user-files-certification.csv", index=False)  # fmt: skip
+        rows = [{"context": c, "method": m, "p50_ms": v * c}
+                for c in (1, 10) for m, v in (("toktier", fast_ms), ("peer", slow_ms))]  # fmt: skip
+        pd.DataFrame(rows).to_csv(t / "repair-latency.csv", index=False)
+        return tmp_path / name
+
+    evidence = tree("evidence", 0, 1.0, 3.0)
+    same = compare.write_comparison(tree("same", 0, 2.0, 6.5), evidence)
+    by = {(r.table, r.kind): r for r in same.itertuples()}
+    assert by[("user-files-certification.csv", "exactness")].agree
+    assert by[("repair-latency.csv", "ordering")].agree
+    assert "median value ratio run/evidence 2.08" in by[("repair-latency.csv", "ordering")].note
+    assert pd.isna(by[("engine-certification.csv", "exactness")].agree)  # missing in both
+    worse = compare.compare(tree("worse", 2, 3.0, 1.0), evidence)
+    by = {(r.table, r.kind): r for r in worse.itertuples()}
+    assert by[("user-files-certification.csv", "exactness")].run == "FAIL"
+    assert by[("user-files-certification.csv", "exactness")].agree is False
+    assert by[("repair-latency.csv", "ordering")].agree is False
+    md = (tmp_path / "same" / "comparison.md").read_text()
+    assert "2 of 2 comparable checks agree" in md

@@ -329,6 +329,21 @@ def _cmd_bench_gpu(args) -> int:
     return 0 if record["all_exact"] else 1
 
 
+def _cmd_compare_runs(args) -> int:
+    from .bench.compare import write_comparison
+
+    run, evidence = Path(args.run), Path(args.evidence)
+    if not (run / "tables").is_dir():
+        raise ToktierError(f"{run}/tables: no results tree there (run the workflow first)")
+    if not (evidence / "tables").is_dir():
+        raise ToktierError(f"{evidence}/tables: no committed evidence there")
+    df = write_comparison(run, evidence)
+    judged = df[df.agree.notna()]
+    print(f"{int(judged.agree.sum())} of {len(judged)} comparable checks agree "
+          f"({len(df) - len(judged)} not comparable) -> {run / 'comparison.md'}")  # fmt: skip
+    return 0 if bool(judged.agree.all()) else 1
+
+
 def _cmd_profile_engine(args) -> int:
     from . import load
     from .bench import engine_profile, machine
@@ -530,6 +545,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--smoke", action="store_true", help="tiny sizes (with --allow-simulator)")
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=_cmd_bench_gpu)
+
+    s = sub.add_parser(
+        "compare-runs",
+        help="your run vs ours: exactness verdicts and method orderings against the evidence",
+    )
+    s.add_argument("run", help="a results tree, e.g. results/kick-the-tires")
+    s.add_argument("--evidence", default="results", help="the committed results tree")
+    s.set_defaults(func=_cmd_compare_runs)
 
     s = sub.add_parser(
         "profile-engine", help="where a single-thread CPU engine encode spends its time, by stage"
