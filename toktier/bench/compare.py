@@ -49,12 +49,21 @@ class Order:
 
 EXACT = [
     *(Exact("conversion-certification.csv", c, "zero") for c in ("mismatches", "vocab_mismatches")),
-    *(Exact("engine-certification.csv", c, "zero")
-      for c in ("split_divergences", "id_divergences", "parallel_divergences", "cut_divergences",
-                "divergences")),  # fmt: skip
+    *(
+        Exact("engine-certification.csv", c, "zero")
+        for c in (
+            "split_divergences",
+            "id_divergences",
+            "parallel_divergences",
+            "cut_divergences",
+            "divergences",
+        )
+    ),
     *(Exact("engine-certification-gpu.csv", c, "zero") for c in ("divergences",)),
-    *(Exact("repair-certification.csv", c, "zero")
-      for c in ("oracle_failures", "adversarial_mismatches", "replay_mismatches")),  # fmt: skip
+    *(
+        Exact("repair-certification.csv", c, "zero")
+        for c in ("oracle_failures", "adversarial_mismatches", "replay_mismatches")
+    ),
     Exact("user-files-certification.csv", "divergences", "zero"),
     Exact("verifier-faults.csv", "false_positives", "zero"),
     Exact("continuation-latency.csv", "exact", "true"),
@@ -73,9 +82,10 @@ ORDER = [
 ]
 # engine-targets.csv holds one column per method: compared as an ordering of these columns.
 WIDE = {
-    "engine-targets.csv": (("tokenizer", "text", "chars"),
-                           ("toktier_1t_ms", "toktier_all_ms", "gigatoken_empty_ms", "fastokens_ms",
-                            "hf_ms")),  # fmt: skip
+    "engine-targets.csv": (
+        ("tokenizer", "text", "chars"),
+        ("toktier_1t_ms", "toktier_all_ms", "gigatoken_empty_ms", "fastokens_ms", "hf_ms"),
+    ),
 }
 
 

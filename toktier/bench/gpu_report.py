@@ -91,7 +91,10 @@ def plot_gpu(tables: dict[str, pd.DataFrame], path: Path) -> None:
                hatch="//" if c else None, edgecolor="white",
                label=f"{m.split(', ')[1]}, {'CPU contention' if c else 'idle CPU'}")  # fmt: skip
     ax.set_xticks(list(xs), labels)
-    ax.set(ylabel="P99 latency (ms)", title=f"({chr(97 + len(runs))}) 50K-char requests: P99, graphs vs eager")
+    ax.set(
+        ylabel="P99 latency (ms)",
+        title=f"({chr(97 + len(runs))}) 50K-char requests: P99, graphs vs eager",
+    )
     ax.legend(fontsize=8)
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
