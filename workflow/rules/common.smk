@@ -61,6 +61,7 @@ ALL_OUTPUTS = [
     f"{RESULTS}/tables/bulk-throughput.csv",
     f"{RESULTS}/tables/engine-certification.csv",
     f"{RESULTS}/figures/full-tokenization.png",
+    f"{RESULTS}/figures/full-tokenization-gpu.png",
     f"{RESULTS}/notebooks/06-full-tokenization.ipynb",
     f"{RESULTS}/tables/lopt-counterexamples.csv",
     f"{RESULTS}/figures/lopt-counterexamples.png",

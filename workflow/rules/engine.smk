@@ -47,6 +47,11 @@ rule notebook_full_tokenization:
             caption="../report/full-tokenization.rst",
             category="Engine",
         ),
+        gpu_figure=report(
+            f"{RESULTS}/figures/full-tokenization-gpu.png",
+            caption="../report/full-tokenization-gpu.rst",
+            category="Engine",
+        ),
     params:
         results=lambda w, output: Path(output.notebook).parent.parent,  # its tree
         py=PY,
