@@ -251,3 +251,45 @@ def test_report_builds_from_the_committed_evidence(tmp_path):
     html = out.read_text()
     for fig in declared:
         assert fig in html, fig
+
+
+def test_jupyter_lab_opens_every_notebook_source_as_a_notebook():
+    """A headless ``jupyter lab`` serves each ``notebooks/*.py`` as a notebook (jupytext's
+    contents manager), its parameters cell tagged for papermill."""
+    import json
+    import os
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
+           "--ServerApp.ip=127.0.0.1", "--ServerApp.token=t", "--ServerApp.root_dir=notebooks"]  # fmt: skip
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    server = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{port}/api/contents"
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}?token=t", timeout=5)
+                break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None, "lab did not start"
+                time.sleep(0.5)
+        sources = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]-*.py"))
+        assert len(sources) >= 11
+        for name in sources:
+            url = f"{base}/{name}?type=notebook&token=t"
+            with urllib.request.urlopen(url, timeout=30) as r:
+                nb = json.load(r)
+            cells = nb["content"]["cells"]
+            assert nb["type"] == "notebook" and len(cells) > 3, name
+            tagged = [c for c in cells if "parameters" in c["metadata"].get("tags", [])]
+            assert len(tagged) == 1 and tagged[0]["cell_type"] == "code", name
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
