@@ -199,6 +199,7 @@ def _cmd_certify_repair(args) -> int:
         replay_sessions=args.replay_sessions or None,
         archive=archive,
         seed=args.seed,
+        progress=not args.quiet,
     )
     rows = repair_campaign.summary_rows(result)
     for r in rows:
@@ -486,6 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--archive", help="trajectory archive (default: the verified mirror copy)")
     s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--quiet", action="store_true", help="no stage lines or progress bars")
     s.add_argument("--out")
     s.add_argument("--table")
     s.set_defaults(func=_cmd_certify_repair)
