@@ -40,7 +40,7 @@ def test_both_engines_call_the_shared_rules():
     assert cpu._certified_cut is cpu.RULES.cut_ok
     assert cpu.utf8_decode is cpu.RULES.utf8_decode
     for module, names in (
-        (stages, ["cut_ok", "decode_at", "literal_take", "pretokenize_segment", "token_chars"]),
+        (stages, ["cut_ok", "decode_at", "literal_at", "pretokenize_segment", "token_chars"]),
         (bpe, ["bpe_merge", "merge_link", "pair_code", "vocab_lookup"]),
     ):
         for name in names:
