@@ -40,25 +40,21 @@ import seaborn as sns
 import toktier
 from toktier.bench import palette, repair_bench, streams
 from toktier.bench.machine import machine_facts
-from toktier.campaigns.repair_campaign import summary_rows
+from toktier.campaigns import repair_campaign as rc
 
 results = Path(results_dir)
 for sub in ("tables", "figures", "runs"):
     (results / sub).mkdir(parents=True, exist_ok=True)
 sns.set_theme(style="whitegrid")
-merged = {"oracle": [], "adversarial": [], "replay": []}
-for path in runs.split(","):
-    one = json.loads(Path(path).read_text())
-    for k in merged:
-        merged[k] += one[k]
+merged = rc.merge_runs(runs.split(","))
 
 # %% [markdown]
 # ## Certification counts (all mismatch columns must be zero)
 
 # %%
-cert = pd.DataFrame(summary_rows(merged))
+cert = pd.DataFrame(rc.summary_rows(merged))
 cert.to_csv(results / "tables" / "repair-certification.csv", index=False)
-bad = cert[[c for c in cert.columns if c.endswith(("failures", "mismatches"))]].to_numpy().sum()
+bad = rc.divergences(cert.to_dict("records"))
 print(
     "total adversarial operations:",
     int((cert.adversarial_appends + cert.adversarial_edits).sum()),
@@ -74,49 +70,16 @@ cert
 # ## Oracle: which class pairs synchronize (claimed ✓; unclaimed with a counterexample ✗)
 
 # %%
-pairs = pd.DataFrame(
-    [dict(tokenizer=o["tokenizer"], **p) for o in merged["oracle"] for p in o["pairs"]]
-)
-pairs["verdict"] = pairs.apply(
-    lambda r: (
-        "claimed, never failed"
-        if r.claimed and not r.failures
-        else (
-            "CLAIMED AND FAILED"
-            if r.claimed
-            else ("counterexample" if r.failures else "unclaimed, no counterexample")
-        )
-    ),
-    axis=1,
-)
-pairs.drop(columns=["example"]).to_csv(results / "tables" / "oracle-pairs.csv", index=False)
+pairs = pd.DataFrame(rc.oracle_pairs(merged))
+pairs.to_csv(results / "tables" / "oracle-pairs.csv", index=False)
 pairs.groupby(["tokenizer", "verdict"]).size().unstack(fill_value=0)
 
 # %% [markdown]
 # ## First-window acceptance over every replayed splice (Fig. 7a)
 
 # %%
-splices = pd.DataFrame(
-    [
-        dict(
-            tokenizer=r["tokenizer"],
-            session=s[0],
-            call=s[1],
-            delta_chars=s[2],
-            context_chars=s[3],
-            widenings=s[4],
-        )
-        for r in merged["replay"]
-        for s in r["splices"]
-    ]
-)
-outcomes = pd.DataFrame(
-    [
-        dict(tokenizer=r["tokenizer"], outcome=k, calls=v)
-        for r in merged["replay"]
-        for k, v in r["outcomes"].items()
-    ]
-)
+splices = pd.DataFrame(rc.replay_splices(merged))
+outcomes = pd.DataFrame(rc.replay_outcomes(merged))
 behavior = outcomes.pivot_table(index="tokenizer", columns="outcome", values="calls", fill_value=0)
 behavior.to_csv(results / "tables" / "repair-behavior.csv")
 behavior

@@ -113,3 +113,37 @@ def test_real_session_replay_slice(name, trajectory_archive):
     assert rep.mismatches == 0 and rep.span_mismatches == 0, rep.first_mismatch
     assert rep.calls == sum(len(t.calls) for t in trajs)
     assert rep.outcomes["repair: first-window splice"] >= rep.calls - 2 * len(trajs)
+
+
+def test_notebook_04_helpers_merge_and_judge_certification_records(tmp_path):
+    """The logic notebook 04 used to inline: merging per-tokenizer records, pair verdicts,
+    the divergence total and the replay frames."""
+    import json
+
+    from toktier.campaigns import repair_campaign as rc
+
+    rec = {
+        "oracle": [{"tokenizer": "a", "pairs": [
+            {"prev": "L", "next": "N", "claimed": True, "trials": 5, "failures": 0, "example": "x"},
+            {"prev": "N", "next": "N", "claimed": True, "trials": 5, "failures": 2, "example": "y"},
+            {"prev": "S", "next": "L", "claimed": False, "trials": 5, "failures": 1, "example": ""},
+            {"prev": "S", "next": "S", "claimed": False, "trials": 5, "failures": 0, "example": ""},
+        ]}],
+        "adversarial": [],
+        "replay": [{"tokenizer": "a", "splices": [[0, 1, 10, 100, 0, "extra"], [0, 2, 5, 110, 1, 7]],
+                    "outcomes": {"repair: first-window splice": 1, "repair: splice after 1 widening": 1}}],
+    }  # fmt: skip
+    (tmp_path / "a.json").write_text(json.dumps(rec))
+    (tmp_path / "b.json").write_text(json.dumps({"oracle": [], "adversarial": [], "replay": []}))
+    merged = rc.merge_runs([tmp_path / "a.json", tmp_path / "b.json"])
+    verdicts = [r["verdict"] for r in rc.oracle_pairs(merged)]
+    assert verdicts == ["claimed, never failed", "CLAIMED AND FAILED", "counterexample",
+                        "unclaimed, no counterexample"]  # fmt: skip
+    assert all("example" not in r for r in rc.oracle_pairs(merged))
+    splices = rc.replay_splices(merged)
+    assert splices[1] == {"tokenizer": "a", "session": 0, "call": 2, "delta_chars": 5,
+                          "context_chars": 110, "widenings": 1}  # fmt: skip
+    assert sum(r["calls"] for r in rc.replay_outcomes(merged)) == 2
+    rows = [{"oracle_failures": 0, "replay_mismatches": 3, "adversarial_mismatches": float("nan"),
+             "replay_calls": 9}]  # fmt: skip
+    assert rc.divergences(rows) == 3

@@ -95,3 +95,52 @@ def summary_rows(result: dict) -> list[dict]:
             replay_mismatches=r["mismatches"] + r["span_mismatches"],
         )
     return list(rows.values())
+
+
+def merge_runs(paths) -> dict:
+    """One result from several per-tokenizer ``certify-repair`` records (their lists joined)."""
+    import json
+    from pathlib import Path
+
+    merged: dict = {"oracle": [], "adversarial": [], "replay": []}
+    for path in paths:
+        one = json.loads(Path(path).read_text())
+        for k in merged:
+            merged[k] += one.get(k, [])
+    return merged
+
+
+def divergences(rows: list[dict]) -> int:
+    """Every failure and mismatch count of ``summary_rows`` added up (certified: 0)."""
+    return int(sum(v for r in rows for k, v in r.items()
+                   if k.endswith(("failures", "mismatches")) and v == v))  # fmt: skip
+
+
+def pair_verdict(claimed: bool, failures: int) -> str:
+    """What the oracle says of one class pair: a claim that held, failed, or an unclaimed pair."""
+    if claimed:
+        return "CLAIMED AND FAILED" if failures else "claimed, never failed"
+    return "counterexample" if failures else "unclaimed, no counterexample"
+
+
+def oracle_pairs(result: dict) -> list[dict]:
+    """One row per (tokenizer, class pair) of the oracle, with its verdict (no examples)."""
+    rows = []
+    for o in result["oracle"]:
+        for p in o["pairs"]:
+            row = {"tokenizer": o["tokenizer"]} | {k: v for k, v in p.items() if k != "example"}
+            rows.append(row | {"verdict": pair_verdict(bool(p["claimed"]), int(p["failures"]))})
+    return rows
+
+
+def replay_splices(result: dict) -> list[dict]:
+    """Every replayed splice: (tokenizer, session, call, delta, context, widenings)."""
+    keys = ("session", "call", "delta_chars", "context_chars", "widenings")
+    return [{"tokenizer": r["tokenizer"]} | dict(zip(keys, s[: len(keys)], strict=True))
+            for r in result["replay"] for s in r["splices"]]  # fmt: skip
+
+
+def replay_outcomes(result: dict) -> list[dict]:
+    """How every replayed call was served: (tokenizer, outcome, calls)."""
+    return [{"tokenizer": r["tokenizer"], "outcome": k, "calls": v}
+            for r in result["replay"] for k, v in r["outcomes"].items()]  # fmt: skip
