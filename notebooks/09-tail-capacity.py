@@ -76,21 +76,7 @@ trajs = load_trajectories(
 )
 tok = toktier.load(tokenizer)
 cap = max_context_chars or None
-configs = [
-    {"name": f"stateless reference, {w} worker{'s' * (w > 1)}", "mode": "reference", "workers": w}
-    for w in workers
-]
-try:
-    import fastokens  # noqa: F401
-
-    configs.append({"name": f"stateless fastokens, {max(workers)} workers", "mode": "fastokens",
-                    "workers": max(workers)})  # fmt: skip
-except ImportError:
-    pass
-configs += [
-    {"name": f"toktier, {w} repair worker{'s' * (w > 1)}", "mode": "tier", "workers": w}
-    for w in workers
-]
+configs = tc.load_configs(workers)
 print(f"{os.cpu_count()} cores; {len(trajs)} trajectories; configs: {[c['name'] for c in configs]}")
 
 # %% [markdown]
@@ -111,34 +97,8 @@ cap_table.index.name = "config"
 cap_table
 
 # %%
-ref1 = next(c["name"] for c in configs if c["mode"] == "reference")
 best_tier = [c["name"] for c in configs if c["mode"] == "tier"][-1]
-ratios = {}
-for o, per in capacity.items():
-    base = per.get(ref1, 0.0)
-    same_cores = [c["name"] for c in configs if c["mode"] == "reference"][-1]
-    ratios[o] = {
-        "tier": per.get(best_tier, 0.0),
-        "stateless reference, same cores": per.get(same_cores, 0.0),
-        "ratio vs same cores": (per.get(best_tier, 0.0) / per[same_cores])
-        if per.get(same_cores)
-        else float("inf"),
-        "stateless reference, 1 worker": base,
-    }
-fast = next((c["name"] for c in configs if c["mode"] == "fastokens"), None)
-for o, per in capacity.items():
-    if fast is not None:
-        ratios[o]["stateless fastokens, same cores"] = per.get(fast, 0.0)
-        ratios[o]["ratio vs fastokens"] = (
-            per.get(best_tier, 0.0) / per[fast] if per.get(fast) else float("inf")
-        )
-    # Where the tier stops, is it the tier or the load generator?  The generator's lag
-    # at the tier's highest passing point (sojourn includes it).
-    ok = cap_df[(cap_df.config == best_tier) & (cap_df.offered_rps == per.get(best_tier, 0.0))]
-    ratios[o]["tier: generator lag P99 at that load (ms)"] = (
-        float(ok["generator_late_p99_ms"].iloc[0]) if len(ok) else float("nan")
-    )
-    ratios[o]["tier at the top of its ladder"] = per.get(best_tier, 0.0) >= max(loads_tier)
+ratios = tc.capacity_ratios(rows, configs, objectives_ms, ladder_top=max(loads_tier))
 pd.DataFrame(ratios)
 
 # %% [markdown]

@@ -225,3 +225,31 @@ def test_compare_runs_judges_verdicts_and_method_order(tmp_path):
     assert by[("repair-latency.csv", "ordering")].agree is False
     md = (tmp_path / "same" / "comparison.md").read_text()
     assert "2 of 2 comparable checks agree" in md
+
+
+def test_capacity_ratios_compare_the_tier_with_peers_on_the_same_cores():
+    from toktier.bench import tail_capacity as tc
+
+    configs = tc.load_configs([1, 2], fastokens=True)
+    assert [c["name"] for c in configs] == [
+        "stateless reference, 1 worker", "stateless reference, 2 workers",
+        "stateless fastokens, 2 workers", "toktier, 1 repair worker", "toktier, 2 repair workers",
+    ]  # fmt: skip
+    assert [c["mode"] for c in tc.load_configs([1], fastokens=False)] == ["reference", "tier"]
+
+    def row(cfg, rps, p99, backlogged=False):
+        return {"config": cfg, "offered_rps": rps, "p99_ms": p99, "backlogged": backlogged,
+                "generator_late_p99_ms": rps / 100}  # fmt: skip
+
+    rows = [row("stateless reference, 1 worker", 2, 40), row("stateless reference, 1 worker", 4, 90),
+            row("stateless reference, 2 workers", 4, 45), row("stateless reference, 2 workers", 8, 300),
+            row("stateless fastokens, 2 workers", 100, 30), row("stateless fastokens, 2 workers", 200, 70),
+            row("toktier, 1 repair worker", 400, 20),
+            row("toktier, 2 repair workers", 400, 10), row("toktier, 2 repair workers", 800, 20, True)]  # fmt: skip
+    r = tc.capacity_ratios(rows, configs, [50, 100], ladder_top=800)
+    assert r["50 ms"]["tier"] == 400  # the backlogged 800 never counts
+    assert r["50 ms"]["ratio vs same cores"] == 100 and r["50 ms"]["ratio vs fastokens"] == 4
+    assert r["50 ms"]["stateless reference, 1 worker"] == 2
+    assert r["100 ms"]["ratio vs fastokens"] == 2 and r["100 ms"]["stateless reference, 1 worker"] == 4
+    assert r["50 ms"]["tier: generator lag P99 at that load (ms)"] == 4.0
+    assert not r["50 ms"]["tier at the top of its ladder"]

@@ -211,3 +211,57 @@ def verifier_overhead(tok, trajs, *, sessions: int, appends: int, context_chars:
         "offer_share_of_repair_p50": offer_ms / off_p50,
         "verifier": st,
     }
+
+
+def load_configs(workers: list[int], *, fastokens: bool | None = None) -> list[dict]:
+    """Experiment 09's front ends: the stateless reference at each worker count, stateless
+    fastokens at the largest (when installed), and the tier at each worker count."""
+    if fastokens is None:
+        try:
+            import fastokens as _  # noqa: F401
+
+            fastokens = True
+        except ImportError:
+            fastokens = False
+
+    def plural(w: int) -> str:
+        return "s" * (w > 1)
+
+    out = [{"name": f"stateless reference, {w} worker{plural(w)}", "mode": "reference",
+            "workers": w} for w in workers]  # fmt: skip
+    if fastokens:
+        w = max(workers)
+        out.append({"name": f"stateless fastokens, {w} worker{plural(w)}", "mode": "fastokens",
+                    "workers": w})  # fmt: skip
+    out += [{"name": f"toktier, {w} repair worker{plural(w)}", "mode": "tier", "workers": w}
+            for w in workers]  # fmt: skip
+    return out
+
+
+def capacity_ratios(rows: list[dict], configs: list[dict], objectives_ms, ladder_top: float):
+    """Per objective: the tier's capacity (its largest worker count), the stateless peers' at
+    the same cores, the ratios, and whether the tier stopped at the top of its load ladder
+    (then the ratio is a lower bound) with the load generator's own lag there."""
+    names = {m: [c["name"] for c in configs if c["mode"] == m] for m in ("reference", "tier")}
+    fast = next((c["name"] for c in configs if c["mode"] == "fastokens"), None)
+    tier, same_cores, ref1 = names["tier"][-1], names["reference"][-1], names["reference"][0]
+    out = {}
+    for o in objectives_ms:
+        per = capacity(rows, o)
+        t = per.get(tier, 0.0)
+        r = {
+            "tier": t,
+            "stateless reference, same cores": per.get(same_cores, 0.0),
+            "ratio vs same cores": t / per[same_cores] if per.get(same_cores) else float("inf"),
+            "stateless reference, 1 worker": per.get(ref1, 0.0),
+        }
+        if fast is not None:
+            r["stateless fastokens, same cores"] = per.get(fast, 0.0)
+            r["ratio vs fastokens"] = t / per[fast] if per.get(fast) else float("inf")
+        at = [x for x in rows if x["config"] == tier and x["offered_rps"] == t]
+        r["tier: generator lag P99 at that load (ms)"] = (
+            float(at[0]["generator_late_p99_ms"]) if at else float("nan")
+        )
+        r["tier at the top of its ladder"] = t >= ladder_top
+        out[f"{o} ms"] = r
+    return out
