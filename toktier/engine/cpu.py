@@ -241,19 +241,17 @@ def nfc_changes(normalize, text: str, ra: np.ndarray, rb: np.ndarray) -> list[bo
     multilingual text).
     """
     pieces = [text[a:b] for a, b in zip(ra.tolist(), rb.tolist(), strict=True)]
-    if len(pieces) < 2:
-        return [normalize(p) != p for p in pieces]
     sep = next((c for c in map(chr, range(0xE000, 0xF900)) if c not in text), None)
-    if sep is None:  # every private-use character occurs: one call per stretch
-        return [normalize(p) != p for p in pieces]
-    joined = sep.join(pieces)
-    normed = normalize(joined)
-    if normed == joined:
-        return [False] * len(pieces)
-    parts = normed.split(sep)
-    if len(parts) != len(pieces):  # pragma: no cover - impossible for NFC (see above)
-        return [normalize(p) != p for p in pieces]
-    return [q != p for q, p in zip(parts, pieces, strict=True)]
+    if len(pieces) >= 2 and sep is not None:
+        joined = sep.join(pieces)
+        normed = normalize(joined)
+        if normed == joined:
+            return [False] * len(pieces)
+        parts = normed.split(sep)
+        if len(parts) == len(pieces):  # always, for NFC (see above)
+            return [q != p for q, p in zip(parts, pieces, strict=True)]
+    # one stretch, or every private-use character occurs in the text: one call per stretch
+    return [normalize(p) != p for p in pieces]
 
 
 @numba.njit(cache=True, nogil=True)
