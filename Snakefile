@@ -20,5 +20,6 @@ include: "workflow/rules/compare.smk"
 rule all:
     input:
         ALL_OUTPUTS,
+        rules.claims.output,
         [] if RESULTS == EVIDENCE else rules.compare_with_evidence.output,
     default_target: True

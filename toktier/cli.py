@@ -330,6 +330,21 @@ def _cmd_bench_gpu(args) -> int:
     return 0 if record["all_exact"] else 1
 
 
+def _cmd_claims(args) -> int:
+    from .bench.claims import write_claims
+
+    tree = Path(args.results)
+    if not (tree / "tables").is_dir():
+        raise ToktierError(f"{tree}/tables: no results tree there (run the workflow first)")
+    out = Path(args.out) if args.out else tree / "CLAIMS.md"
+    rows = write_claims(tree, out, label=args.results)
+    met = sum(r["ok"] is True for r in rows)
+    missed = sum(r["ok"] is False for r in rows)
+    print(f"{len(rows)} claims: {met} reproduced or met, {missed} missed, "
+          f"{len(rows) - met - missed} partial or pending -> {out}")  # fmt: skip
+    return 0
+
+
 def _cmd_compare_runs(args) -> int:
     from .bench.compare import write_comparison
 
@@ -547,6 +562,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--smoke", action="store_true", help="tiny sizes (with --allow-simulator)")
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=_cmd_bench_gpu)
+
+    s = sub.add_parser(
+        "claims",
+        help="CLAIMS.md computed from a results tree: paper value, ours, verdict by a stated rule",
+    )
+    s.add_argument("results", nargs="?", default="results", help="a results tree")
+    s.add_argument("--out", help="output markdown (default: RESULTS/CLAIMS.md)")
+    s.set_defaults(func=_cmd_claims)
 
     s = sub.add_parser(
         "compare-runs",

@@ -37,6 +37,7 @@ TRAJECTORIES = "data/build/archives/mini-swe-agent-gemini3-swebench-verified.tar
 # Each config writes its own results tree: the committed evidence (results/) is the full
 # run's, and a kick-the-tires run lands beside it (results/kick-the-tires/, git-ignored).
 RESULTS = config["results_dir"].rstrip("/")
+CLAIMS_FILE = config.get("claims_file") or f"{RESULTS}/CLAIMS.md"
 
 
 ALL_OUTPUTS = [

@@ -24,3 +24,20 @@ rule compare_with_evidence:
         # exit status 1 only means "some check disagrees": the report says which
         "TOKTIER_HOME={params.home:q} {params.py} -m toktier compare-runs {params.run:q} "
         "--evidence {params.evidence:q} > {log:q} 2>&1 || test $? -eq 1"
+
+
+# CLAIMS.md computed from this run's tables (toktier.bench.claims states each verdict's rule).
+rule claims:
+    input:
+        ALL_OUTPUTS,
+    output:
+        CLAIMS_FILE,
+    params:
+        py=PY,
+        run=lambda wc: RESULTS,  # the results tree (the output may live elsewhere: CLAIMS.md)
+    log:
+        f"{RESULTS}/logs/claims.log",
+    conda:
+        "../../environment.yml"
+    shell:
+        "{params.py} -m toktier claims {params.run:q} --out {output:q} > {log:q} 2>&1"

@@ -1,0 +1,86 @@
+"""CLAIMS.md is computed from a results tree: verdicts follow their rules, missing tables
+say so, and the committed file is what the committed evidence gives."""
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from toktier.bench import claims
+from toktier.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+EVIDENCE = ROOT / "results"
+
+
+def _tree(tmp_path: Path, *tables: str) -> Path:
+    (tmp_path / "tables").mkdir(parents=True)
+    for t in tables:
+        shutil.copy(EVIDENCE / "tables" / t, tmp_path / "tables" / t)
+    return tmp_path
+
+
+def _row(rows, cid):
+    return next(r for r in rows if r["id"] == cid)
+
+
+@pytest.mark.skipif(not (EVIDENCE / "tables").is_dir(), reason="no committed evidence")
+def test_committed_claims_are_what_the_committed_results_give():
+    want = claims.render(EVIDENCE, label="results")
+    have = (ROOT / "CLAIMS.md").read_text()
+    assert have == want, "CLAIMS.md is stale: run `toktier claims results --out CLAIMS.md`"
+
+
+def test_a_divergence_flips_the_repair_verdict(tmp_path):
+    tree = _tree(tmp_path, "repair-certification.csv")
+    assert _row(claims.evaluate(tree), "E1")["ok"] is True
+    t = pd.read_csv(tree / "tables" / "repair-certification.csv")
+    t.loc[0, "replay_mismatches"] = 1
+    t.to_csv(tree / "tables" / "repair-certification.csv", index=False)
+    row = _row(claims.evaluate(tree), "E1")
+    assert row["ok"] is False and "1 divergences" in row["verdict"]
+
+
+def test_a_reduced_campaign_is_not_called_reproduced(tmp_path):
+    tree = _tree(tmp_path, "repair-certification.csv")
+    t = pd.read_csv(tree / "tables" / "repair-certification.csv")
+    t["replay_sessions"] = 10
+    t.to_csv(tree / "tables" / "repair-certification.csv", index=False)
+    row = _row(claims.evaluate(tree), "E1")
+    assert row["ok"] is None and "reduced size" in row["verdict"]
+
+
+def test_missing_tables_are_pending_and_values_come_from_the_tree(tmp_path):
+    tree = _tree(tmp_path, "workload-summary.csv")
+    rows = claims.evaluate(tree)
+    assert _row(rows, "R1")["verdict"] == "pending: not run"
+    assert "repair-latency.csv" in _row(rows, "R1")["ours"]
+    s = pd.read_csv(tree / "tables" / "workload-summary.csv")
+    s.loc[s.metric == "delta_chars_median", "value"] = 30_000.0  # Δ no longer ≪ N
+    s.to_csv(tree / "tables" / "workload-summary.csv", index=False)
+    w = _row(claims.evaluate(tree), "W1")
+    assert w["ok"] is False and "30,000" in w["ours"]
+
+
+def test_capacity_ratio_rule(tmp_path):
+    (tmp_path / "tables").mkdir()
+    rows = []
+    for cfg, mode, knee in (("stateless reference, 2 workers", "reference", 10),
+                            ("stateless fastokens, 2 workers", "fastokens", 100),
+                            ("toktier, 2 repair workers", "tier", 500)):  # fmt: skip
+        for load in (10, 100, 500, 1000):
+            p99 = 1.0 if load <= knee else 1000.0
+            rows.append({"config": cfg, "mode": mode, "offered_rps": load, "p99_ms": p99,
+                         "backlogged": False})  # fmt: skip
+    pd.DataFrame(rows).to_csv(tmp_path / "tables" / "tail-capacity.csv", index=False)
+    t1 = _row(claims.evaluate(tmp_path), "T1")
+    assert "50×" in t1["verdict"] and "5.0×" in t1["verdict"] and t1["ok"] is True
+
+
+def test_cli_writes_the_claims_of_a_tree(tmp_path, capsys):
+    tree = _tree(tmp_path / "run", "workload-summary.csv", "lopt-counterexamples.csv")
+    assert main(["claims", str(tree)]) == 0
+    text = (tree / "CLAIMS.md").read_text()
+    assert "| L1 |" in text and "refuses" in text and "pending: not run" in text
+    assert "19 claims" in capsys.readouterr().out

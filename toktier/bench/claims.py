@@ -1,0 +1,739 @@
+"""CLAIMS.md computed from a results tree: the paper's value, ours, and a verdict by a stated rule.
+
+Each claim reads the tables (and run files) an experiment wrote and formats *our* value from
+them; its verdict comes from a rule written next to it (``Claim.rule``) and evaluated on the
+same numbers, so the claims table can never drift from the evidence.  What is typed here is
+only what the results cannot say: the paper's value (from the paper's tables and text) and
+the claim's wording.  A claim whose table is missing from the tree (a kick-the-tires run
+covers fewer experiments) says so instead of guessing.
+
+``write_claims(results_dir, out)`` renders the markdown; ``toktier claims`` and the workflow's
+``claims`` rule call it.  The committed ``CLAIMS.md`` is this function applied to the
+committed evidence (``results/``), checked by a test.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from toktier.bench.tail_capacity import capacity
+
+
+class Missing(Exception):
+    """A table or run file the claim needs is not in this results tree."""
+
+
+class Results:
+    """Lazy, cached access to one results tree's tables and run files."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self._cache: dict[str, object] = {}
+
+    def table(self, name: str) -> pd.DataFrame:
+        if name not in self._cache:
+            p = self.root / "tables" / name
+            if not p.is_file():
+                raise Missing(f"tables/{name}")
+            self._cache[name] = pd.read_csv(p)
+        return self._cache[name]
+
+    def run(self, name: str) -> dict:
+        if name not in self._cache:
+            p = self.root / "runs" / name
+            if not p.is_file():
+                raise Missing(f"runs/{name}")
+            self._cache[name] = json.loads(p.read_text())
+        return self._cache[name]
+
+    def machines(self, names: tuple[str, ...]) -> list[str]:
+        """'cpu × cores @ commit' of each run file present (provenance, never judged)."""
+        out = []
+        for n in names:
+            paths = sorted((self.root / "runs").glob(n))
+            for p in paths:
+                try:
+                    d = json.loads(p.read_text())
+                except (OSError, ValueError):
+                    continue
+                m = d.get("machine") or {} if isinstance(d, dict) else {}
+                desc = f"{m.get('cpu', '?')} × {m.get('cores', '?')}"
+                gpu = d.get("gpu") if isinstance(d, dict) else None
+                if isinstance(gpu, dict) and gpu.get("gpu"):
+                    desc += f" + {gpu['gpu']}"
+                commit = m.get("commit")
+                if commit:
+                    dirty = "+dirty" if str(commit).endswith("dirty") else ""
+                    out.append(f"{desc} @ {str(commit)[:7]}{dirty}")
+                else:
+                    out.append(f"{desc} (commit not recorded)")
+        return sorted(set(out))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    text: str
+    ok: bool | None  # True: reproduced / met; False: missed; None: partial or not judged
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    claim: str
+    source: str
+    paper: str
+    rule: str
+    evaluate: Callable[[Results], tuple[str, Verdict]] | None = None
+    static: tuple[str, str] | None = None  # (ours, verdict) for claims no run produces
+    runs: tuple[str, ...] = field(default_factory=tuple)
+    note: str = ""  # why, where to read more: words only, never a result (those are computed)
+
+
+def _n(x: float, digits: int = 0) -> str:
+    """A number with thousands separators."""
+    return f"{x:,.{digits}f}"
+
+
+def _ms(x: float) -> str:
+    """Milliseconds with 3 significant figures (no scientific notation)."""
+    if x >= 100:
+        return _n(x)
+    if x >= 10:
+        return f"{x:.1f}"
+    if x >= 1:
+        return f"{x:.2f}"
+    return f"{x:.3f}"
+
+
+def _join(xs) -> str:
+    return "/".join(xs)
+
+
+def _size(chars: int) -> str:
+    return f"{chars / 1e6:g}M" if chars >= 1_000_000 else f"{chars / 1e3:g}K"
+
+
+# --- the claims ---------------------------------------------------------------------------
+
+
+def _workload(r: Results):
+    s = r.table("workload-summary.csv").set_index("metric")["value"]
+    d, n = float(s["delta_chars_median"]), float(s["n_chars_median"])
+    ours = (f"{_n(s['sessions'])} sessions, {_n(s['calls'])} calls; median Δ {_n(d)} chars, "
+            f"median N {_n(n)} chars (N/Δ {n / d:.0f}); {s['calls_per_session_median']:.0f} "
+            f"calls/session; {s['share_no_reusable_prefix']:.1%} of calls without a reusable "
+            "prefix")  # fmt: skip
+    ok = n / d >= 10
+    return ours, Verdict("shape reproduced (Δ ≪ N)" if ok else "not reproduced: Δ is not ≪ N", ok)
+
+
+def _conversion(r: Results):
+    t = r.table("conversion-certification.csv")
+    bad = int(t.mismatches.sum() + t.vocab_mismatches.sum())
+    ours = (f"{bad} mismatches on {t.characters.min() / 1e6:.2f}M–{t.characters.max() / 1e6:.2f}M "
+            f"chars × {len(t)} converted tokenizers ({', '.join(t.tokenizer)}) + "
+            f"{_n(t.vocab_entries_checked.sum())} vocabulary entries")  # fmt: skip
+    if bad:
+        return ours, Verdict(f"**{bad} mismatches**", False)
+    if t.characters.min() < 10_000_000:
+        return ours, Verdict("certified at a reduced size (full config: ≥ 10M chars)", None)
+    return ours, Verdict("certified", True)
+
+
+def _repair_cert(r: Results):
+    t = r.table("repair-certification.csv")
+    bad = int(t.oracle_failures.sum() + t.adversarial_mismatches.sum() + t.replay_mismatches.sum())
+    scen = t.adversarial_appends + t.adversarial_edits
+    planned = (
+        int(t.adversarial_plan_comparisons.sum()) if "adversarial_plan_comparisons" in t else 0
+    )
+    ours = (f"{bad} divergences — oracle {_n(t.oracle_trials.sum())} trials over "
+            f"{_n(t.oracle_pairs.sum())} claimed class pairs; {_n(scen.sum())} adversarial "
+            f"appends + edits (≥ {_n(scen.min())} per tokenizer), {_n(planned)} of them also "
+            "planned by the Python reference plan with the same route, splice points and kept "
+            f"prefix; replay of {_join(_n(x) for x in sorted(set(t.replay_calls)))} calls "
+            f"({_join(str(x) for x in sorted(set(t.replay_sessions)))} sessions) × {len(t)} "
+            f"tokenizers ({', '.join(t.tokenizer)})")  # fmt: skip
+    if bad:
+        return ours, Verdict(f"**{bad} divergences**", False)
+    if planned != int(scen.sum()):
+        return ours, Verdict("0 divergences; not every adversarial case was planned twice", None)
+    if t.replay_sessions.min() < 500:
+        return ours, Verdict("0 divergences at a reduced size (full config: all 500 sessions)",
+                             None)  # fmt: skip
+    return ours, Verdict("reproduced for repair", True)
+
+
+_ENGINE_DIV = ("split_divergences", "id_divergences", "parallel_divergences", "cut_divergences")
+
+
+def _engine_cert(r: Results):
+    t = r.table("engine-certification.csv")
+    bad = int(t[list(_ENGINE_DIV)].sum().sum())
+    all_cps = bool((t.codepoints_covered >= 1_112_064).all())
+    ours = (f"CPU: {bad} split / ID+span / parallel / cut divergences for {len(t)} tokenizers "
+            f"({', '.join(t.tokenizer)}), {t.id_chars.min() / 1e6:.1f}M–"
+            f"{t.id_chars.max() / 1e6:.1f}M chars each, {_n(t.cuts_checked.min())}–"
+            f"{_n(t.cuts_checked.max())} certified cuts, "
+            f"{'all 1,112,064 code points' if all_cps else 'a sample of code points'}")  # fmt: skip
+    try:
+        g = r.table("engine-certification-gpu.csv")
+        gbad = int(g.divergences.sum())
+        gpus = ", ".join(sorted(set(g.gpu.astype(str))))
+        ours += (f"; GPU ({gpus}): {gbad} divergences for {len(g)} tokenizers, "
+                 f"{g.id_chars.min() / 1e6:.1f}M–{g.id_chars.max() / 1e6:.1f}M ID chars and "
+                 f"{_n(g.cuts_checked.min())}–{_n(g.cuts_checked.max())} cuts each")  # fmt: skip
+    except Missing:
+        gbad = 0
+        ours += "; GPU: not run in this tree (CUDA simulator tests only)"
+    if bad or gbad:
+        return ours, Verdict(f"**{bad + gbad} divergences**", False)
+    if not all_cps or t.id_chars.min() < 10_000_000:
+        return ours, Verdict("0 divergences at a reduced size", None)
+    return ours, Verdict("reproduced", True)
+
+
+def _repair_latency(r: Results):
+    t = r.table("repair-latency.csv")
+    tk = t[t.method == "toktier repair"].sort_values("context")
+    ctx = list(tk.context)
+    ours = (f"toktier repair P50 {_join(_ms(x) for x in tk.p50_ms)} ms at "
+            f"{_join(_size(c) for c in ctx)} chars")  # fmt: skip
+    for m in ("Gigatoken prewarmed", "fastokens full re-encode", "HF full re-encode"):
+        p = t[t.method == m].set_index("context").reindex(ctx).p50_ms
+        if p.notna().any():
+            ours += f"; {m} {_join(_ms(x) for x in p)}"
+    paper = tk.set_index("context").paper_p50_ms.dropna()
+    flat = float(tk.p50_ms.max() / tk.p50_ms.min())
+    ours += f" (max/min of repair over contexts {flat:.1f}×)"
+    beat = (
+        bool((tk.set_index("context").p50_ms[paper.index] <= paper).all()) if len(paper) else None
+    )
+    giga = t[t.method == "Gigatoken prewarmed"].set_index("context").p50_ms
+    ratio = (giga / tk.set_index("context").p50_ms).dropna()
+    if len(ratio):
+        ours += f"; {ratio.min():.1f}–{ratio.max():.0f}× faster than Gigatoken prewarmed"
+    ok = flat <= 2 and bool(beat)
+    return ours, Verdict(
+        "reproduced and flat in context" if ok else
+        ("flat in context" if flat <= 2 else "not flat in context")
+        + ("" if beat else "; slower than the paper's P50 somewhere"), ok)  # fmt: skip
+
+
+def _first_window(r: Results):
+    t = r.table("repair-certification.csv")
+    cont = t.replay_calls - t.replay_sessions
+    ok = bool((t.replay_first_window == cont).all() and (t.replay_fallbacks == 0).all())
+    ours = (f"{_join(_n(x) for x in sorted(set(t.replay_first_window)))} / "
+            f"{_join(_n(x) for x in sorted(set(cont)))} replayed continuations on the first "
+            f"window for {len(t)} tokenizers; {int(t.replay_widened.sum())} widenings, "
+            f"{int(t.replay_fallbacks.sum())} fallbacks")  # fmt: skip
+    return ours, Verdict("reproduced" if ok else "not every continuation on the first window", ok)
+
+
+def _delta_sweep(r: Results):
+    t = r.table("delta-sweep.csv")
+    rep = t[t.method == "toktier repair"].pivot_table(index="delta", columns="context",
+                                                      values="p50_ms")  # fmt: skip
+    giga = t[t.method == "Gigatoken prewarmed"].pivot_table(index="delta", columns="context",
+                                                            values="p50_ms")  # fmt: skip
+    parts = []
+    for n in rep.columns:
+        parts.append(f"N = {_size(n)}: repair {_join(_ms(x) for x in rep[n])} ms")
+    ds = _join(_size(d) for d in rep.index)
+    mbs = t[(t.method == "toktier repair") & (t.delta >= 10_000)].mb_per_s
+    ours = (f"Δ = {ds}: " + "; ".join(parts) +
+            (f"; Gigatoken prewarmed {giga.min().min():.2f}–{giga.max().max():.2f} ms"
+             if len(giga) else "") +
+            (f"; repair {mbs.min():.0f}–{mbs.max():.0f} MB/s at Δ ≥ 10K" if len(mbs) else ""))  # fmt: skip
+    lo, hi = rep.columns.min(), rep.columns.max()
+    flat = bool((rep[hi] / rep[lo]).between(0.5, 2).all()) if hi != lo else None
+    grows = bool(rep.iloc[-1].min() >= 5 * rep.iloc[0].max())
+    wins = bool((rep[hi] < giga[hi]).all()) if hi in giga else None
+    ok = bool(flat) and grows
+    text = ", ".join([
+        "flat in N" if flat else ("one N only" if flat is None else "not flat in N"),
+        "grows with Δ" if grows else "does not grow with Δ",
+        *([f"beats Gigatoken prewarmed at every Δ at N = {_size(hi)}" if wins else
+           f"loses to Gigatoken prewarmed at some Δ at N = {_size(hi)}"] if wins is not None else []),
+    ])  # fmt: skip
+    return ours, Verdict(("shape reproduced: " if ok else "") + text, ok)
+
+
+def _continuation(r: Results):
+    lat = r.table("continuation-latency.csv")
+    tg = r.table("continuation-targets.csv")
+    ap = lat[lat.method == "tier append"]
+    cells = []
+    for (tok, corp), g in ap.groupby(["tokenizer", "corpus"]):
+        g = g.sort_values("context")
+        cells.append(f"{tok} {corp} {_join(_n(x) for x in g.p50_us)}")
+    ctx = _join(_size(c) for c in sorted(set(ap.context)))
+    ours = (f"1,100-char continuation, `append` P50 µs at N = {ctx}: " + "; ".join(cells) +
+            f"; every tier result exact: {bool(lat.exact.dropna().astype(bool).all())}")  # fmt: skip
+    kinds = {
+        "≤ 50 µs at 12K–200K": tg.target.str.startswith("tier append: P50, contexts"),
+        "flat (8M / 48K ≤ 1.5×)": tg.target.str.contains("/ P50 at 48K"),
+        "≥ 5× fastokens and ≥ 3× Gigatoken at 48K": tg.target.str.endswith("at 48,000"),
+        "≥ 10× both at 1M": tg.target.str.endswith("at 1,000,000"),
+    }
+    parts = []
+    for label, sel in kinds.items():
+        s = tg[sel]
+        if len(s):
+            parts.append(f"{label}: {int(s.met.sum())} of {len(s)} met")
+    ok = bool(tg.met.all())
+    return ours, Verdict("; ".join(parts), True if ok else (None if tg.met.any() else False))
+
+
+def _full_cpu(r: Results):
+    t = r.table("full-tokenization.csv")
+    tok = "qwen3" if "qwen3" in set(t.tokenizer) else t.tokenizer.iloc[0]
+    t = t[t.tokenizer == tok]
+    sizes = sorted(set(t.chars))
+    parts = []
+    for m, g in t.groupby("method", sort=False):
+        p = g.set_index("chars").reindex(sizes).p50
+        parts.append(f"{m} {_join(_ms(x) if pd.notna(x) else '—' for x in p)}")
+    ours = f"{tok}, {_join(_size(s) for s in sizes)} chars, P50 ms: " + "; ".join(parts)
+    hf = t[t.method.str.startswith("HF")].set_index("chars").p50
+    tt = t[t.method == "toktier CPU, all cores"].set_index("chars").p50
+    beats_hf = bool((tt < hf.reindex(tt.index)).all())
+    verdict = "toktier CPU faster than HF at every size" if beats_hf else "slower than HF somewhere"
+    ok = beats_hf
+    try:
+        e = r.table("engine-targets.csv")
+        big = e[e.chars >= 1_000_000]
+        met = {
+            "1 thread ≤ Gigatoken empty at ≥ 1M": (big["1t_vs_gigatoken"] >= 1),
+            "≥ 20× HF on every text": (e["1t_vs_hf"] >= 20),
+            "all cores ≤ fastokens at ≥ 1M": (big["all_vs_fastokens"] >= 1),
+        }
+        verdict += "; issue #12's targets (cells met): " + ", ".join(
+            f"{k} {int(v.sum())} of {len(v)}" for k, v in met.items())  # fmt: skip
+        ok = ok and all(bool(v.all()) for v in met.values())
+    except Missing:
+        pass
+    try:
+        g = r.table("full-tokenization-gpu.csv")
+        g1 = g[(g.chars == 1_000_000) & (g.method == "toktier GPU, arrays")]
+        gg = g[(g.chars == 1_000_000) & (g.method.str.startswith("Gigatoken"))]
+        if len(g1) and len(gg):
+            tk = g1.iloc[0]
+            ratio = float(gg.p50.iloc[0] / tk.p50)
+            ours += (f"; GPU ({tk.gpu}, {tk.tokenizer}, 1M chars): {_ms(tk.p50)} ms, "
+                     f"{ratio:.1f}× Gigatoken empty ({_ms(gg.p50.iloc[0])} ms)")  # fmt: skip
+            gpu_ok = tk.p50 <= 0.87 and ratio >= 7
+            verdict += ("; GPU: paper's 0.87 ms at 1M and ≥ 7× Gigatoken "
+                        + ("met" if gpu_ok else f"missed ({tk.p50 / 0.87:.1f}× slower)"))  # fmt: skip
+            ok = ok and gpu_ok
+    except Missing:
+        pass
+    return ours, Verdict(verdict, True if ok else (None if beats_hf else False))
+
+
+def _gpu_throughput(r: Results):
+    t = r.table("gpu-throughput.csv")
+    ids, pre = t[t["mode"] == "ids"], t[t["mode"] == "pretokenize"]
+    ours = (f"{', '.join(sorted(set(t.gpu.astype(str))))}: IDs {ids.gb_per_s.min():.3f}–"
+            f"{ids.gb_per_s.max():.2f} GB/s, pre-tokenization alone {pre.gb_per_s.min():.2f}–"
+            f"{pre.gb_per_s.max():.2f} GB/s ({', '.join(sorted(set(t.corpus)))}); exact: "
+            f"{bool(t.exact.astype(bool).all())}")  # fmt: skip
+    best = float(ids.gb_per_s.max())
+    ok = best >= 3.8
+    return ours, Verdict("met" if ok else f"**missed**: best {best:.2f} GB/s, {3.8 / best:.0f}× below "
+                         "3.8", ok)  # fmt: skip
+
+
+def _gpu_tail(r: Results):
+    t = r.table("gpu-tail.csv")
+    parts, ok = [], True
+    for tok, g in t.groupby("tokenizer"):
+
+        def p99(method, busy, g=g):
+            s = g[g.method.str.contains(method) & (g.contention.astype(str) == str(busy))]
+            return float(s.p99.iloc[0]) if len(s) else float("nan")
+
+        gi, gc, ei, ec = (
+            p99("graph", False),
+            p99("graph", True),
+            p99("eager", False),
+            p99("eager", True),
+        )
+        parts.append(f"{tok}: graph replay P99 {_ms(gi)} → {_ms(gc)} ms, eager {_ms(ei)} → "
+                     f"{_ms(ec)} ms")  # fmt: skip
+        ok = ok and gi < ei and gc < ec
+    ours = "idle → contended, 50K-char requests: " + "; ".join(parts)
+    return ours, Verdict("shape reproduced (graphs lower P99, idle and contended)" if ok
+                         else "graphs not lower everywhere", ok)  # fmt: skip
+
+
+def _tail_capacity(r: Results):
+    rows = r.table("tail-capacity.csv").to_dict("records")
+    c50, c250 = capacity(rows, 50), capacity(rows, 250)
+    tier = max((c for c in c50 if c.startswith("toktier")), key=lambda c: c50[c] + c250[c])
+    fast = next((c for c in c50 if "fastokens" in c), None)
+    refs = [c for c in c50 if "reference" in c]
+    ref = max(refs, key=lambda c: c250[c]) if refs else None
+    ours = (f"under 50 ms P99: {tier} {_n(c50[tier])} req/s" +
+            (f", {fast} {_n(c50[fast])}" if fast else "") +
+            (f", {ref} {_n(c50[ref])}" if ref else "") +
+            f"; under 250 ms: tier {_n(c250[tier])}" +
+            (f", fastokens {_n(c250[fast])}" if fast else "") +
+            (f", reference {_n(c250[ref])}" if ref else ""))  # fmt: skip
+    parts, ok = [], True
+    if ref and c250[ref]:
+        x = c250[tier] / c250[ref]
+        parts.append(f"tier ≥ 20× the stateless reference under 250 ms: {x:.0f}× "
+                     f"({'met' if x >= 20 else 'missed'})")  # fmt: skip
+        ok = ok and x >= 20
+    if fast and c50[fast]:
+        x = c50[tier] / c50[fast]
+        parts.append(f"issue #11's ≥ 4× fastokens under 50 ms: {x:.1f}× "
+                     f"({'met' if x >= 4 else '**missed**'})")  # fmt: skip
+        ok = ok and x >= 4
+    return ours, Verdict("; ".join(parts) or "not judged", ok if parts else None)
+
+
+def _frontend_cost(r: Results):
+    t = r.table("frontend-cost.csv").set_index("method")
+    e = t.E_t_tok_cpu_ms
+    ours = (f"{_n(t.requests.iloc[0])} calls of {_n(t.sessions.iloc[0])} trajectories, E[t_tok] CPU ms "
+            "per request: " + ", ".join(f"{m} {_ms(v)}" for m, v in e.items()) +
+            f"; tier results exact: {bool(t.exact.dropna().astype(bool).all())}")  # fmt: skip
+    tier = next(m for m in e.index if "engine" in m and "tier" in m)
+    hf = next(m for m in e.index if m.startswith("HF"))
+    fast = next((m for m in e.index if m.startswith("fastokens")), None)
+    ok = e[tier] < e[hf] and (fast is None or e[tier] < e[fast])
+    x = f"; {e[fast] / e[tier]:.1f}× below fastokens" if fast else ""
+    return ours, Verdict((f"reproduced in shape: tier over the engine {e[hf] / e[tier]:.0f}× below "
+                          f"HF{x}") if ok else "tier not the cheapest front end", ok)  # fmt: skip
+
+
+def _state_memory(r: Results):
+    m = r.table("state-memory.csv")
+    final = m[m.live_sessions == m.live_sessions.max()].groupby("session").tail(1)
+    last = m.groupby("session").tail(1)
+    used = float(last.used_bytes_per_token.median())
+    alloc = float(last.bytes_per_token.median())
+    ttl = r.table("ttl-hits.csv").set_index("ttl_s").hit_share
+    hour = float(ttl.get(3600.0, np.nan))
+    ours = (f"{used:.1f} B/token used ({alloc:.1f} allocated; median session) over "
+            f"{int(m.live_sessions.max())} live sessions, {m.store_bytes.iloc[-1] / 1e6:.0f} MB; "
+            f"{hour:.1%} of calls on a hit with a 1 h TTL ({ttl.get(300.0, np.nan):.1%} at 5 min)")  # fmt: skip
+    del final
+    hits_ok = hour >= 0.97
+    mem_ok = abs(used - 16) <= 0.25 * 16
+    return ours, Verdict(", ".join([
+        "hit share reproduced" if hits_ok else "hit share below 97%",
+        "memory per token within 25% of the paper's" if mem_ok else "memory per token off by > 25%",
+    ]), hits_ok and mem_ok)  # fmt: skip
+
+
+def _verifier(r: Results):
+    f = r.table("verifier-faults.csv")
+    d = r.table("verifier-delay.csv")
+    parts, ok = [], True
+    for rate, g in f.groupby("rate", sort=False):
+        allf = g[g.kind == "all faults"].iloc[0]
+        clean = g[g.kind == "clean"].iloc[0]
+        parts.append(f"{rate:.0%}: {int(allf.caught)} of {int(allf.checked)} sampled faults "
+                     f"caught, {int(clean.false_positives)} false positives of "
+                     f"{int(clean.checked)}")  # fmt: skip
+        ok = ok and allf.caught == allf.checked and clean.false_positives == 0
+    for row in d.itertuples():
+        parts.append(f"delay at {row.rate:.0%}: median / P90 {row.median:g} / {row.p90:g} "
+                     f"(geometric {row.geometric_median:g} / {row.geometric_p90:g}; KS "
+                     f"{row.ks_distance:.3f} vs DKW 95% band {row.dkw95:.3f})")  # fmt: skip
+        ok = ok and row.ks_distance <= row.dkw95
+    ours = f"{int(f[f.kind == 'all faults'].requests.iloc[0])} faults injected; " + "; ".join(parts)
+    return ours, Verdict("reproduced" if ok else "not reproduced", ok)
+
+
+def _lopt(r: Results):
+    t = r.table("lopt-counterexamples.csv")
+    per = t[t.overlap.astype(str) != "all"]
+    parts = []
+    for tok, g in per.groupby("tokenizer", sort=False):
+        parts.append(f"{tok} {_join(str(int(x)) for x in g.divergent)}")
+    overlaps = _join(str(x) for x in per.overlap.drop_duplicates())
+    seams = int(per.seams.iloc[0]) if len(per) else 0
+    div = int(per.divergent.sum())
+    refused = int(per.certificate_refuses_divergent.sum())
+    ours = (f"clean-room LoPT accepts seams with wrong IDs (of {_n(seams)} seams per overlap "
+            f"{overlaps}): " + ", ".join(parts) +
+            f"; toktier's certificate refuses {_n(refused)} of those {_n(div)}")  # fmt: skip
+    ok = div > 0 and refused == div
+    return ours, Verdict("reproduced (counterexamples exist; the certificate refuses all)" if ok
+                         else "not reproduced", ok)  # fmt: skip
+
+
+CLAIMS: list[Claim] = [
+    Claim(
+        "W1",
+        "workload anatomy (§2, Fig. 2/14)",
+        "`notebook_workload` → `02-workload` → `tables/workload-summary.csv`",
+        "median Δ 1.4K chars interactive, 3.8K public autonomous; 30 calls/trial",
+        "shape reproduced when the median context is ≥ 10× the median append",
+        _workload,
+        runs=("workload.json",),
+        note="This corpus (mini-swe-agent, Gemini 3, SWE-bench Verified) appends less per call than the paper's public autonomous traces.",
+    ),
+    Claim(
+        "E0",
+        "conversion exactness (prerequisite of E1)",
+        "`certify_conversion` → `tables/conversion-certification.csv`",
+        "—",
+        "certified when every mismatch count is 0 and each tokenizer saw ≥ 10M chars",
+        _conversion,
+        runs=("conversion-certification.json",),
+        note="The converted tokenizers are checked against the originals' own encoders (tiktoken, the source files) on the conversion corpus and every vocabulary entry.",
+    ),
+    Claim(
+        "E1",
+        "exactness campaigns (Table 2) — repair",
+        "`certify_repair` → `04-repair-behavior` → `tables/repair-certification.csv`",
+        "zero divergence at every scale; 15,000 adversarial edits",
+        "reproduced when oracle, adversarial and replay divergences are all 0, every "
+        "adversarial case was also planned by the Python reference plan, and the replay "
+        "covers all 500 sessions",
+        _repair_cert,
+        runs=("repair/*.json",),
+        note="Repair campaigns run on the compiled request path (issue #11); every adversarial case is also planned by the readable Python plan, which must agree on route, splice points and kept prefix.",
+    ),
+    Claim(
+        "E1e",
+        "exactness campaigns (Table 2) — engine: split level + ID level",
+        "`certify_engine` → `06-full-tokenization` → `tables/engine-certification.csv`, "
+        "`engine-certification-gpu.csv`",
+        "zero divergence (the split-level campaign found an o200k run-head bug in the paper's "
+        "engine)",
+        "reproduced when every divergence column is 0 (CPU and GPU), each CPU campaign "
+        "covers ≥ 10M chars and all 1,112,064 code points",
+        _engine_cert,
+        runs=("engine/*.json", "engine-gpu/*.json"),
+        note="GPU campaigns run at 1M real characters per tokenizer (the device lease's size), CPU at 10M; the CUDA simulator runs every kernel in CI.",
+    ),
+    Claim(
+        "R1",
+        "repair latency vs context (Table 3)",
+        "`notebook_repair_latency` → `03-repair-latency` → `tables/repair-latency.csv`",
+        "P50 0.52/0.88/1.23/1.57/3.54 ms (100K/500K/1M/2M/4.4M chars); Gigatoken prewarmed "
+        "0.14/1.18/2.53/4.76/11.66",
+        "reproduced when repair P50 is at or below the paper's at every context and its "
+        "max/min over contexts is ≤ 2 (flat)",
+        _repair_latency,
+        runs=("repair-latency.json",),
+        note="Natural appends of the recorded trajectories; every method on the same texts in one run.",
+    ),
+    Claim(
+        "R2",
+        "first-window acceptance (Fig. 7a)",
+        "`certify_repair` → `04-repair-behavior` → `tables/repair-certification.csv`",
+        "56,049 / 56,052 on the first window, 0 fallbacks",
+        "reproduced when every replayed continuation splices on the first window with no fallback",
+        _first_window,
+        runs=("repair/*.json",),
+    ),
+    Claim(
+        "R3",
+        "Δ sweep (Table 6)",
+        "`notebook_repair_behavior` → `04` → `tables/delta-sweep.csv`",
+        "2.9–3.9 MB/s, flat in N; crossover vs a prewarmed cache moves with Δ",
+        "shape reproduced when repair P50 at the largest N is within 0.5–2× of the smallest N's "
+        "at every Δ, and the largest Δ costs ≥ 5× the smallest",
+        _delta_sweep,
+        runs=("delta-sweep.json",),
+        note="Fixed-length slices of real streams; the delta-aware router encodes the whole text instead when its start-up calibration predicts that faster.",
+    ),
+    Claim(
+        "R4",
+        "served vs scanned (Fig. 13)",
+        "—",
+        "0.44 GB/s served per core",
+        "—",
+        static=("not run", "pending"),
+    ),
+    Claim(
+        "R5",
+        "a continuation's cost follows the append, not the context (§1, §6; issue #11)",
+        "`notebook_continuation` → `10-continuation` → `tables/continuation-latency.csv`, "
+        "`continuation-targets.csv`",
+        "repair P50 0.52 ms at 100K (Table 3; no 12K–48K row)",
+        "issue #11's four targets per tokenizer × text, each met or not (`continuation-"
+        "targets.csv`)",
+        _continuation,
+        runs=("continuation.json",),
+        note="The compiled request path's own work is small; the engine encoding the window from scratch dominates the continuation (README, issue #12: cold BPE of unseen pieces, the NFC path).",
+    ),
+    Claim(
+        "F1",
+        "full tokenization, single request (Table 4)",
+        "`notebook_full_tokenization` → `06` → `tables/full-tokenization.csv`, "
+        "`engine-targets.csv`, `full-tokenization-gpu.csv`",
+        "qwen3 100K/1M/2M/4.4M: Gigatoken empty 0.64/6.05/8.78/19.42; fastokens "
+        "2.03/20.5/45.9/111.9; LoPT (28 proc) 7.91/42.2/95.3/198.5; HF 24.8/360/763/1763 ms; "
+        "GPU 0.87 ms at 1M",
+        "CPU rows reproduced when toktier (all cores) beats HF at every size; issue #12's "
+        "targets counted per cell; GPU: ≤ 0.87 ms at 1M and ≥ 7× Gigatoken empty",
+        _full_cpu,
+        runs=("full-tokenization.json", "engine-targets.json", "gpu-h100-*.json"),
+        note="fastokens is a multi-threaded Rust engine and far faster on this machine than in the paper; the GPU row is llama3 on fresh texts (README's GPU section).",
+    ),
+    Claim(
+        "F2",
+        "GPU batch throughput",
+        "`toktier bench-gpu` → `06` → `tables/gpu-throughput.csv`",
+        "3.8–4.7 GB/s; pre-tokenization alone 30–77 GB/s",
+        "met when the best IDs throughput reaches 3.8 GB/s",
+        _gpu_throughput,
+        runs=("gpu-h100-*.json",),
+        note="encode_batch launches its kernels eagerly (never graph-captured) and numba-cuda's per-launch argument handling dominates; the kernels themselves are a small share.",
+    ),
+    Claim(
+        "F3",
+        "CUDA graph under contention (App. E)",
+        "`toktier bench-gpu` → `06` → `tables/gpu-tail.csv`",
+        "P99 0.38→0.49 ms (graph) vs 0.52→1.05 (eager) at 50K",
+        "shape reproduced when graph replay has the lower P99 both idle and contended",
+        _gpu_tail,
+        runs=("gpu-h100-*.json",),
+        note="Absolute P99s differ from the paper's hardware; the shape (graphs below eager, idle and contended) is what carries over.",
+    ),
+    Claim(
+        "T1",
+        "burst tails (Fig. 8), capacity under a P99 objective (Fig. 9)",
+        "`notebook_tail_capacity` → `09-tail-capacity` → `tables/tail-capacity.csv`",
+        "1,821 req/s (4 repair cores + 1 GPU) vs 33–40 req/s stateless CPU (4–16 cores)",
+        "tier ≥ 20× the stateless reference (250 ms P99) and, issue #11, ≥ 4× stateless "
+        "fastokens (50 ms P99) on the same cores",
+        _tail_capacity,
+        runs=("tail-capacity.json",),
+        note="Two cores, no GPU: the load generator, collector and shadow verifier share the cores and one GIL with the workers, so the harness saturates near the tier's knee; not an equal-hardware comparison with the paper.",
+    ),
+    Claim(
+        "C1",
+        "front-end cost under the measured mixture (§6.9)",
+        "`notebook_frontend_cost` → `11-frontend-cost` → `tables/frontend-cost.csv`",
+        "E[t_tok] HF 228.1, fastokens 13.4, repair over HF 23.6, over a Rust engine 2.3 ms",
+        "reproduced in shape when the tier over the engine is the cheapest and below HF",
+        _frontend_cost,
+        runs=("frontend-cost.json",),
+        note="Absolute values follow the mixture: this corpus's contexts are about ten times smaller than the paper's.",
+    ),
+    Claim(
+        "V1",
+        "vLLM TTFT (Fig. 10)",
+        "—",
+        "−16…−34% median",
+        "—",
+        static=("needs a GPU serving stack (vLLM)", "not reproducible here"),
+    ),
+    Claim(
+        "M1",
+        "state memory and TTL hit rate (Fig. 11)",
+        "`notebook_state_memory` → `05-state-memory` → `tables/state-memory.csv`, `ttl-hits.csv`",
+        "~16 B/token; 97–98% hits at 1 h TTL",
+        "reproduced when ≥ 97% of calls hit at 1 h and bytes/token is within 25% of 16",
+        _state_memory,
+        runs=("state-memory.json",),
+        note="Allocated bytes include the arrays' spare capacity.",
+    ),
+    Claim(
+        "S1",
+        "shadow verifier fault injection (§6.8)",
+        "`notebook_verifier_faults` → `08-verifier-faults` → `tables/verifier-faults.csv`, "
+        "`verifier-delay.csv`",
+        "434 faults in 2,999 requests; 10%: 39 of 39 caught, 0 FP of 265; 5%: delay median 13, "
+        "P90 42",
+        "reproduced when every sampled fault is caught, no clean request is flagged, and the "
+        "detection delay's distribution is within the DKW 95% band of the geometric law",
+        _verifier,
+        runs=("verifier-faults.json",),
+    ),
+    Claim(
+        "L1",
+        "LoPT threshold counterexample (§7)",
+        "`notebook_lopt_counterexample` → `07` → `tables/lopt-counterexamples.csv`",
+        "counterexample inputs exist",
+        "reproduced when LoPT accepts some divergent seam and the certificate refuses every one",
+        _lopt,
+        runs=("lopt-counterexamples.json",),
+        note="The LoPT parameters (overlap, two-token threshold) come from a third-party reimplementation: the LoPT paper's method section was not readable here.",
+    ),
+    Claim(
+        "X1",
+        "large-append routes (App. F)",
+        "—",
+        "Route B/C beat the shipped path at Δ=100K",
+        "—",
+        static=("not run", "pending"),
+    ),
+]
+
+
+def evaluate(results_dir: Path) -> list[dict]:
+    """One row per claim: id, claim, source, paper, ours, verdict, ok, rule, machines."""
+    res = Results(results_dir)
+    rows = []
+    for c in CLAIMS:
+        if c.static is not None:
+            ours, v = c.static[0], Verdict(c.static[1], None)
+        else:
+            try:
+                ours, v = c.evaluate(res)
+            except Missing as e:
+                ours, v = f"not in this results tree ({e})", Verdict("pending: not run", None)
+        rows.append({"id": c.id, "claim": c.claim, "source": c.source, "paper": c.paper,
+                     "ours": ours, "verdict": v.text, "ok": v.ok, "rule": c.rule, "note": c.note,
+                     "machines": "; ".join(res.machines(c.runs))})  # fmt: skip
+    return rows
+
+
+def _cell(s: str) -> str:
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def render(results_dir: Path, *, label: str | None = None) -> str:
+    rows = evaluate(results_dir)
+    label = label or str(results_dir)
+    met = sum(r["ok"] is True for r in rows)
+    missed = sum(r["ok"] is False for r in rows)
+    lines = [
+        "# Claims: paper vs. this reproduction",
+        "",
+        f"Generated by `toktier claims {label}` from the results tree `{label}` — do not edit by "
+        'hand: every value in the "ours" column is read from that tree\'s tables, and every '
+        "verdict is the stated rule applied to the same numbers (`toktier/bench/claims.py`). "
+        "Compare methods within one run; never absolute times across machines. The machine "
+        "and commit behind each row are listed under it (from the run files).",
+        "",
+        f"{met} claims reproduced or met, {missed} missed, {len(rows) - met - missed} partial, "
+        "pending or not reproducible here.",
+        "",
+        "| id | claim (paper §) | source → output | paper value | ours | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append("| " + " | ".join(_cell(r[k]) for k in
+                                       ("id", "claim", "source", "paper", "ours", "verdict")) + " |")  # fmt: skip
+    lines += ["", "## Verdict rules, notes and provenance", ""]
+    for r in rows:
+        note = f" {r['note']}" if r["note"] else ""
+        lines.append(f"- **{r['id']}** — rule: {r['rule']}.{note} Produced on: "
+                     f"{r['machines'] or '—'}.")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def write_claims(results_dir: Path, out: Path, *, label: str | None = None) -> list[dict]:
+    """Write the markdown to ``out`` (and ``claims.csv`` beside the tables) and return the rows."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render(results_dir, label=label))
+    return evaluate(results_dir)
