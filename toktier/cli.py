@@ -330,6 +330,46 @@ def _cmd_bench_gpu(args) -> int:
     return 0 if record["all_exact"] else 1
 
 
+def _cmd_audit(args) -> int:
+    from .audit import PUBLISHED, ladder, method_names
+    from .bench.machine import machine_facts
+    from .bench.streams import load_trajectories
+    from .registry import known
+    from .workload import archives
+
+    toks = args.names or known()
+    if args.methods == "all":
+        meths = method_names(sweep=True)
+    elif args.methods == "published":
+        meths = list(PUBLISHED)
+    else:
+        meths = [m.strip() for m in args.methods.split(",") if m.strip()]
+    trajs = []
+    if args.sessions:
+        archive = Path(args.archive) if args.archive else archives.find_archive("mini-swe-agent")
+        if archive is None:
+            raise ToktierError("no trajectory archive: pass --archive or --sessions 0 "
+                               "(see `toktier fetch-data`)")  # fmt: skip
+        trajs = load_trajectories(archive, limit=args.sessions)
+    try:
+        result = ladder(toks, meths, seams=args.seams, trajectories=trajs, seed=args.seed,
+                        progress=not args.quiet)  # fmt: skip
+    except ValueError as e:
+        raise ToktierError(str(e)) from None
+    if args.out:
+        _write_json(args.out, {"machine": machine_facts(),
+                               "parameters": vars(args) | {"func": None}, **result})  # fmt: skip
+    print(f"{'tokenizer':13s} {'method':28s} {'workload':8s} {'cases':>6s} {'reused':>7s} "
+          f"{'kept IDs':>8s} {'wrong':>6s}")  # fmt: skip
+    for r in result["rows"]:
+        print(f"{r['tokenizer']:13s} {r['method']:28s} {r['workload']:8s} {r['cases']:6d} "
+              f"{r['reuse_rate']:7.1%} {r['kept_id_share']:8.1%} {r['wrong']:6d}")  # fmt: skip
+    tier_wrong = sum(r["wrong"] for r in result["rows"] if r["method"] == "toktier")
+    if tier_wrong:
+        print(f"toktier served {tier_wrong} wrong answers: a bug", file=sys.stderr)
+    return 1 if tier_wrong else 0
+
+
 def _cmd_claims(args) -> int:
     from .bench.claims import write_claims
 
@@ -562,6 +602,24 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--smoke", action="store_true", help="tiny sizes (with --allow-simulator)")
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=_cmd_bench_gpu)
+
+    s = sub.add_parser(
+        "audit",
+        help="audit incremental tokenizers (serving stacks' heuristics, yours, the tier): "
+        "wrong answers with shrunk reproducers, reuse, latency",
+    )
+    s.add_argument("names", nargs="*", help="tokenizers (default: all registered)")
+    s.add_argument("--methods", default="published",
+                   help="published | all (with parameter sweeps) | comma list of names, "
+                   "name@value, or module:factory (your own: factory(tok) -> method)")  # fmt: skip
+    s.add_argument("--seams", type=int, default=200, help="adversarial append cases per method")
+    s.add_argument("--sessions", type=int, default=5,
+                   help="trajectories replayed as is and with a rewritten history (0: none)")  # fmt: skip
+    s.add_argument("--archive", help="trajectory archive (default: the verified mirror copy)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--quiet", action="store_true")
+    s.add_argument("--out", help="JSON record (rows, per-pitfall counts, reproducers)")
+    s.set_defaults(func=_cmd_audit)
 
     s = sub.add_parser(
         "claims",

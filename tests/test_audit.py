@@ -1,0 +1,133 @@
+"""The audit harness and the clean-room incremental methods of serving stacks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import toktier
+from toktier.audit import TierMethod, audit, ladder, method_names, methods, seam_cases, shrink
+from toktier.baselines.incremental import common_prefix_chars
+from toktier.baselines.trtllm_boundary import BoundaryRollback, ExactPrefixSuffix
+from toktier.baselines.trtllm_prefix_cache import TrtllmPrefixCache
+from toktier.bench.streams import load_trajectories
+from toktier.cli import main
+
+# NFC composes "a" with U+0301 across 200 non-composing marks: far more than 64 tokens back
+NFC_CONTEXT = "x" * 4200 + " a" + "\u0316" * 200
+NFC_APPEND = "\u0301 done"
+
+
+@pytest.fixture(scope="module")
+def qwen3():
+    return toktier.load("qwen3")
+
+
+@pytest.fixture(scope="module")
+def llama3():
+    return toktier.load("llama3")
+
+
+def _ids(tok, text):
+    return np.asarray(tok.reference(text), dtype=np.int64)
+
+
+def test_common_prefix_chars():
+    assert common_prefix_chars("abcdef", "abcxyz") == 3
+    assert common_prefix_chars("", "abc") == 0
+    assert common_prefix_chars("same", "same") == 4
+
+
+def test_trtllm_prefix_cache_accepts_a_wrong_splice_on_a_long_range_nfc_append(qwen3):
+    prev, new = NFC_CONTEXT, NFC_CONTEXT + NFC_APPEND
+    ids, kept = TrtllmPrefixCache(qwen3)(prev, _ids(qwen3, prev), new)
+    assert kept > 0  # the resync check passed ...
+    assert not np.array_equal(ids, _ids(qwen3, new))  # ... and the IDs are wrong
+    tier_ids, _ = TierMethod(qwen3)(prev, _ids(qwen3, prev), new)
+    assert np.array_equal(tier_ids, _ids(qwen3, new))
+
+
+def test_short_prompts_are_not_cached_and_edits_fall_back(llama3):
+    m = TrtllmPrefixCache(llama3)
+    ids, kept = m("short", _ids(llama3, "short"), "short text")
+    assert kept == 0 and np.array_equal(ids, _ids(llama3, "short text"))
+    long = "word " * 1000
+    ids, kept = m(long, _ids(llama3, long), "edited " + long)  # not a prefix: full encode
+    assert kept == 0 and np.array_equal(ids, _ids(llama3, "edited " + long))
+
+
+def test_boundary_rollback_reuses_across_a_rewritten_tail(llama3):
+    prev = "<|start_header_id|>assistant<|end_header_id|>\n\n" + "text " * 50 + "<think>\n"
+    new = prev[:-8] + "the answer<|eot_id|>"
+    ids, kept = BoundaryRollback(llama3)(prev, _ids(llama3, prev), new)
+    assert kept > 0 and np.array_equal(ids, _ids(llama3, new))
+    ids, kept = ExactPrefixSuffix(llama3)(prev, _ids(llama3, prev), new)
+    assert kept == 0  # the exact-prefix method cannot reuse a rewritten history
+    with pytest.raises(ValueError):
+        BoundaryRollback(llama3, rollback=-1)
+
+
+def test_audit_finds_and_shrinks_divergences_and_the_tier_has_none(llama3):
+    broken = ExactPrefixSuffix(llama3)
+    rep = audit(broken, llama3, seams=30, seed=1)
+    assert rep.cases["seam"] == 30 and rep.wrong["seam"] > 0
+    d = rep.divergences[0]
+    assert len(d.prev_text) < 200  # shrunk from a 5,000-character context
+    got = broken(d.prev_text, _ids(llama3, d.prev_text), d.new_text)[0]
+    assert not np.array_equal(got, _ids(llama3, d.new_text))  # the reproducer reproduces
+    assert d.expected != d.got
+    tier = audit(TierMethod(llama3), llama3, seams=30, seed=1)
+    assert tier.wrong["seam"] == 0 and tier.reused["seam"] == 30
+
+
+def test_a_plain_callable_is_audited(llama3):
+    def full_encode(prev_text, prev_ids, new_text):
+        return llama3.reference(new_text)
+
+    rep = audit(full_encode, llama3, seams=5)
+    row = rep.summary()[0]
+    assert row["method"] == "full_encode" and row["wrong"] == 0 and row["reused"] == 0
+
+
+def test_shrink_keeps_a_failing_pair_failing(qwen3):
+    m = TrtllmPrefixCache(qwen3)
+    prev, new = shrink(m, qwen3, NFC_CONTEXT, NFC_CONTEXT + NFC_APPEND)
+    assert len(prev) < len(NFC_CONTEXT) and new.startswith(prev)
+    m.reset()
+    assert not np.array_equal(m(prev, _ids(qwen3, prev), new)[0], _ids(qwen3, new))
+
+
+def test_seam_cases_are_deterministic_appends(llama3):
+    a = list(seam_cases(llama3, 12, seed=3))
+    assert a == list(seam_cases(llama3, 12, seed=3)) and len(a) == 12
+    assert all(new.startswith(prev) and len(prev) >= 5000 for _, prev, new in a)
+
+
+def test_method_names_and_errors(llama3):
+    assert "trtllm-prefix-cache@16" in method_names(sweep=True)
+    ms = methods(llama3, ["trtllm-prefix-cache@16", "trtllm-boundary@4"])
+    assert ms["trtllm-prefix-cache@16"].overlap == 16 and ms["trtllm-boundary@4"].rollback == 4
+    for bad in ("nope", "toktier@3", "trtllm-boundary@x", "no_such_module:f"):
+        with pytest.raises(ValueError):
+            methods(llama3, [bad])
+
+
+def test_replay_and_rewrite_workloads(trajectory_archive, qwen3):
+    trajs = load_trajectories(trajectory_archive, limit=2)
+    out = ladder(["qwen3"], ["trtllm-prefix-cache", "toktier"], seams=5, trajectories=trajs,
+                 progress=False)  # fmt: skip
+    rows = {(r["method"], r["workload"]): r for r in out["rows"]}
+    calls = sum(len(t.calls) - 1 for t in trajs)
+    assert rows[("toktier", "replay")]["cases"] == calls
+    assert rows[("toktier", "rewrite")]["reuse_rate"] == 1.0
+    assert rows[("trtllm-prefix-cache", "rewrite")]["reuse_rate"] == 0.0  # not a literal prefix
+    assert all(r["wrong"] == 0 for r in out["rows"] if r["method"] == "toktier")
+
+
+def test_cli_audit(tmp_path, capsys):
+    out = tmp_path / "audit.json"
+    rc = main(["audit", "llama3", "--methods", "trtllm-exact-prefix,toktier", "--seams", "8",
+               "--sessions", "0", "--quiet", "--out", str(out)])  # fmt: skip
+    assert rc == 0 and out.is_file()
+    text = capsys.readouterr().out
+    assert "trtllm-exact-prefix" in text and "toktier" in text
