@@ -385,3 +385,35 @@ def ladder(tok_names, method_list, *, seams: int, trajectories, seed: int = 0,
     return {"rows": rows, "generators": generators, "divergences": divergences,
             "seams": seams, "seed": seed,
             "sessions": len(trajectories)}  # fmt: skip
+
+
+def tables(result: dict):
+    """The ladder's tables: per (tokenizer, method, workload) rows, per-pitfall wrong
+    counts, and the shrunk reproducers (text escaped as ``ascii`` so CSVs stay readable)."""
+    import pandas as pd
+
+    rows = pd.DataFrame(result["rows"])
+    gens = pd.DataFrame(result["generators"], columns=["method", "tokenizer", "generator", "wrong"])
+    div = pd.DataFrame(result["divergences"])
+    if len(div):
+        div["prev_chars"] = div.prev_text.str.len()
+        div["new_chars"] = div.new_text.str.len()
+        for c in ("prev_text", "new_text"):
+            div[c] = div[c].map(lambda s: ascii(s)[1:-1])
+    return rows, gens, div
+
+
+def verdicts(rows) -> list[dict]:
+    """Per method: wrong answers on every workload and tokenizer, and where it was exact —
+    what a serving engineer should conclude (exact in this search is not a proof)."""
+    out = []
+    for m, g in rows.groupby("method", sort=False):
+        wrong = g.groupby("tokenizer").wrong.sum()
+        out.append({
+            "method": m,
+            "wrong answers": int(wrong.sum()),
+            "cases": int(g.cases.sum()),
+            "tokenizers with a wrong answer": ", ".join(wrong[wrong > 0].index) or "none",
+            "exact in this search on": ", ".join(wrong[wrong == 0].index) or "none",
+        })  # fmt: skip
+    return out

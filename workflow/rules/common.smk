@@ -82,4 +82,7 @@ ALL_OUTPUTS = [
     f"{RESULTS}/tables/frontend-cost.csv",
     f"{RESULTS}/figures/frontend-cost.png",
     f"{RESULTS}/notebooks/11-frontend-cost.ipynb",
+    f"{RESULTS}/tables/audit-ladder.csv",
+    f"{RESULTS}/figures/audit-ladder.png",
+    f"{RESULTS}/notebooks/12-audit.ipynb",
 ]

@@ -1,0 +1,38 @@
+rule notebook_audit:
+    """Issue #15, claim A1: serving stacks' incremental tokenizers audited against the reference."""
+    input:
+        notebook="build/notebooks/12-audit.ipynb",
+        tokenizers=[tokenizer_json(n) for n in config["audit"]["tokenizers"]],
+        trajectories=TRAJECTORIES,
+    output:
+        notebook=f"{RESULTS}/notebooks/12-audit.ipynb",
+        table=f"{RESULTS}/tables/audit-ladder.csv",
+        divergences=f"{RESULTS}/tables/audit-divergences.csv",
+        run=f"{RESULTS}/runs/audit.json",
+        figure=report(
+            f"{RESULTS}/figures/audit-ladder.png",
+            caption="../report/audit-ladder.rst",
+            category="Baselines",
+        ),
+    params:
+        results=lambda w, output: Path(output.notebook).parent.parent,  # its tree
+        py=PY,
+        home=DATA_HOME,
+        root=str(ROOT),
+        tokenizers=json.dumps(config["audit"]["tokenizers"]),
+        seams=config["audit"]["seams"],
+        sessions=config["audit"]["sessions"],
+        sweep=config["audit"]["sweep"],
+        seed=config["certification"]["seed"],
+    benchmark:
+        f"{RESULTS}/benchmarks/notebooks/12-audit.tsv"
+    log:
+        f"{RESULTS}/logs/notebooks/12-audit.log",
+    conda:
+        "../../environment.yml"
+    shell:
+        "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} "
+        "--cwd {params.root:q} -k python3 -y 'tokenizers: {params.tokenizers}' -p seams {params.seams} "
+        "-p sessions {params.sessions} -p sweep {params.sweep} -p seed {params.seed} "
+        "-p archive {input.trajectories:q} "
+        "-p results_dir {params.results:q} > {log:q} 2>&1"
