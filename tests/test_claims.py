@@ -83,4 +83,4 @@ def test_cli_writes_the_claims_of_a_tree(tmp_path, capsys):
     assert main(["claims", str(tree)]) == 0
     text = (tree / "CLAIMS.md").read_text()
     assert "| L1 |" in text and "refuses" in text and "pending: not run" in text
-    assert "19 claims" in capsys.readouterr().out
+    assert "20 claims" in capsys.readouterr().out
