@@ -418,7 +418,6 @@ def _frontend_cost(r: Results):
 
 def _state_memory(r: Results):
     m = r.table("state-memory.csv")
-    final = m[m.live_sessions == m.live_sessions.max()].groupby("session").tail(1)
     last = m.groupby("session").tail(1)
     used = float(last.used_bytes_per_token.median())
     alloc = float(last.bytes_per_token.median())
@@ -427,7 +426,6 @@ def _state_memory(r: Results):
     ours = (f"{used:.1f} B/token used ({alloc:.1f} allocated; median session) over "
             f"{int(m.live_sessions.max())} live sessions, {m.store_bytes.iloc[-1] / 1e6:.0f} MB; "
             f"{hour:.1%} of calls on a hit with a 1 h TTL ({ttl.get(300.0, np.nan):.1%} at 5 min)")  # fmt: skip
-    del final
     hits_ok = hour >= 0.97
     mem_ok = abs(used - 16) <= 0.25 * 16
     return ours, Verdict(", ".join([
@@ -763,7 +761,7 @@ def render(results_dir: Path, *, label: str | None = None) -> str:
 
 
 def write_claims(results_dir: Path, out: Path, *, label: str | None = None) -> list[dict]:
-    """Write the markdown to ``out`` (and ``claims.csv`` beside the tables) and return the rows."""
+    """Write the markdown to ``out`` and return the rows."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render(results_dir, label=label))
