@@ -42,9 +42,26 @@ import numpy as np
 
 from .families import stability
 
-DEFAULT_WINDOW = 512
+DEFAULT_WINDOW = 512  # repair.plan's default; Tier sizes its window per tokenizer
+WINDOW_SLACK = 96  # characters beyond the certificate's minimum (default_window)
 DEFAULT_MAX_WIDENINGS = 5
 _ORD_BITS = 6  # ordinal among records sharing one span (a character has <= 4 bytes)
+
+
+def default_window(tok) -> int:
+    """The smallest window of old text that usually certifies on the first try.
+
+    The left run must start ``margin`` (the longest added literal) past the window's
+    edge and cover more than the longest token, so no window below
+    ``longest_token + margin`` can ever certify; ``WINDOW_SLACK`` more characters hold
+    the old text's last token (which an append may change) and a token or two of
+    play.  Measured on transcripts and multilingual prose for every repairable
+    tokenizer (30K contexts, 40- and 1,100-character appends): 0 widenings in 960
+    appends each.  Smaller windows are cheaper (the window is encoded on every
+    request) and never less exact: the certificate does not depend on the window,
+    and a window that does not certify is widened.
+    """
+    return int(tok.longest_token_chars + tok.longest_added_chars + WINDOW_SLACK)
 
 
 class RepairRules:

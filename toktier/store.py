@@ -231,16 +231,19 @@ class SessionState:
         self._length += shift
         self.last_use = time.monotonic()
 
-    def commit_splice(self, plan, shift: int, *, appended=None, text=None) -> None:
+    def commit_splice(self, plan, shift: int, *, appended=None, text=None,
+                      text_state=None) -> None:  # fmt: skip
         """Apply a compiled splice plan (``engine.splice.Planned``) and the new text.
 
         ``appended``: the text grew by this delta (``append``); ``text``: the whole new
-        text (a full-text request: its string is kept as is, no copy).
+        text (a full-text request: its string is kept as is, no copy); ``text_state``:
+        ``next_text``'s answer for them, when the caller already has it.
         """
         new_len = self._length + shift
         if new_len >= 2**31 - 1:
             raise OverflowError("session text exceeds 2**31 characters")
-        text_state = self.next_text(appended=appended, text=text)
+        if text_state is None:
+            text_state = self.next_text(appended=appended, text=text)
         with self._guard:
             self.reserve(max(plan.new_n, self.n))
             self._before_write(plan.keep)

@@ -98,9 +98,9 @@ def _is_int(x) -> bool:
 def _check_options(window, max_widenings, ttl_s, max_bytes, repair_impl, gpu, gpu_min_chars,
                    delta_aware, verify_rate, quarantine_sessions) -> None:  # fmt: skip
     """Reject bad constructor arguments here, with their names, not in a later request."""
-    if not _is_int(window) or window < 1:
+    if window is not None and (not _is_int(window) or window < 1):
         raise (ValueError if _is_int(window) else TypeError)(
-            f"window must be an int >= 1 (characters of old text), got {window!r}"
+            f"window must be None or an int >= 1 (characters of old text), got {window!r}"
         )
     if not _is_int(max_widenings) or max_widenings < 0:
         raise (ValueError if _is_int(max_widenings) else TypeError)(
@@ -165,6 +165,9 @@ class Tier:
     ``quarantine_sessions``: a verified mismatch also drops the session's state, so
     its next request is encoded in full.
     ``ttl_s``: a session idle this long is dropped (no caller needed; None: never);
+    ``window``: characters of old text encoded with each change (None: the tokenizer's
+    ``repair.default_window``, the certificate's minimum plus a little play; 222 for
+    llama3); a window that does not certify is doubled, ``max_widenings`` times.
     ``max_bytes``: the memory budget of session state, 2 GiB by default (least recently
     used sessions are evicted beyond it; ``stats()`` counts them; None: no budget).
     Bad arguments raise ``TypeError`` / ``ValueError`` here, not in a later request.
@@ -176,7 +179,7 @@ class Tier:
         *,
         engine=None,
         store: SessionStore | None = None,
-        window: int = repair.DEFAULT_WINDOW,
+        window: int | None = None,
         max_widenings: int = repair.DEFAULT_MAX_WIDENINGS,
         ttl_s: float | None = 3600.0,
         max_bytes: int | None = DEFAULT_MAX_BYTES,
@@ -230,7 +233,7 @@ class Tier:
         self.verifier = verifier
         self._quarantined: set[str] = set()
         self.store = store if store is not None else SessionStore(ttl_s=ttl_s, max_bytes=max_bytes)
-        self.window = window
+        self.window = window if window is not None else repair.default_window(self.tokenizer)
         self.max_widenings = max_widenings
         self._rules = repair.rules_for(self.tokenizer)
         self.repair_impl = repair_impl
@@ -477,9 +480,7 @@ class Tier:
             if plan.applied:
                 state.publish(plan.new_n, shift, text_state)
             else:
-                state.commit_splice(
-                    plan, shift, appended=delta if text is None else None, text=text
-                )
+                state.commit_splice(plan, shift, text_state=text_state)
             keep, window_chars, boundaries = plan.keep, plan.window_chars, plan.boundaries
         else:
             keep, window_chars, boundaries = self._commit_python(
