@@ -14,6 +14,7 @@ import toktier
 from toktier import Tier, diff, repair
 from toktier.campaigns import adversarial
 from toktier.engine import splice
+from toktier.engine.jit import BoundKernel
 
 PROSE = "The quick brown fox jumps over the lazy dog; it's 2026 and the pipeline runs. " * 30
 NAMES = toktier.known()
@@ -227,7 +228,7 @@ def test_verifier_checks_lazily_assembled_ids():
 
 def test_bound_entry_point_refuses_other_types():
     """The direct entry point still checks array types; a mismatch goes through the dispatcher."""
-    bound = splice._Bound(splice.lower_bound)
+    bound = BoundKernel(splice.lower_bound)
     a = np.arange(10, dtype=np.int64)
     assert bound(a, 0, 10, 5) == 5
     assert bound.check(a, 0, 10, 5)

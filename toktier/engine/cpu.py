@@ -482,6 +482,7 @@ class CpuEngine:
         self.short_map = build_short_map(bt)  # built by the merges themselves (empty map above)
         self.bpe = bt._replace(smap=self.short_map)
         self.compile_seconds: float | None = None
+        self._encode_kernel = _jit.BoundKernel(_encode_text)  # no per-call argument typing
         self._local = threading.local()
         self._pool: list[tuple[np.ndarray, np.ndarray]] = []
         self._pool_lock = threading.Lock()
@@ -602,7 +603,7 @@ class CpuEngine:
         check_text(text)
         u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
         t = self.tables
-        ids, starts, ends, ok = _encode_text(
+        ids, starts, ends, ok = self._encode_kernel(
             u8,
             t.bits,
             t.fold,
@@ -647,8 +648,8 @@ class CpuEngine:
     def _encode_u8(self, u8: np.ndarray):
         """The single-thread path on UTF-8 bytes: (ids, starts, ends, ok)."""
         t = self.tables
-        return _encode_text(u8, t.bits, t.fold, t.family_code, t.nfc, *self._trie_args, self.bpe,
-                            *self._cache(), self._workspace(u8.size))  # fmt: skip
+        return self._encode_kernel(u8, t.bits, t.fold, t.family_code, t.nfc, *self._trie_args,
+                                   self.bpe, *self._cache(), self._workspace(u8.size))  # fmt: skip
 
     def _part_bounds(self, u8: np.ndarray, parts: int) -> list[int]:
         """Byte offsets ``[0, c1, ..., len]`` of certified cuts near equal part sizes."""

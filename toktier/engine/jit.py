@@ -41,3 +41,34 @@ def use_engine_cache() -> Path:
     path.mkdir(parents=True, exist_ok=True)
     numba.config.CACHE_DIR = str(path)
     return path
+
+
+class BoundKernel:
+    """A compiled function called through the entry point of its one specialization.
+
+    numba types a call's arguments before dispatching, and named tuples of arrays take
+    its slow path (several microseconds).  Every argument here is built by toktier with
+    fixed dtypes, so after the first (typed) call the specialization is known and later
+    calls go straight to it.  The entry point still checks each array's type while
+    unboxing it; a call with other types raises there and goes through the dispatcher.
+    """
+
+    __slots__ = ("_dispatcher", "_entry", "_sig")
+
+    def __init__(self, dispatcher):
+        self._dispatcher, self._entry, self._sig = dispatcher, None, None
+
+    def __call__(self, *args):
+        if self._entry is not None:
+            try:
+                return self._entry(*args)
+            except TypeError:  # the entry point's unboxing refused an argument: dispatch
+                return self._dispatcher(*args)
+        out = self._dispatcher(*args)
+        self._sig = tuple(self._dispatcher.typeof_pyval(a) for a in args)
+        self._entry = self._dispatcher.overloads[self._sig].entry_point
+        return out
+
+    def check(self, *args) -> bool:
+        """Do ``args`` have the types of the bound specialization? (tests)"""
+        return self._sig == tuple(self._dispatcher.typeof_pyval(a) for a in args)

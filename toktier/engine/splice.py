@@ -34,6 +34,7 @@ import numpy as np
 from ..families.classes import NFC_UNSAFE
 from . import cpu
 from .cpu import _find_literals, _prepare, encode_range
+from .jit import BoundKernel as _Bound
 from .rules import BpeTables
 
 literal_at = cpu.RULES.literal_at
@@ -542,37 +543,6 @@ class Planned:
         f_ids, f_s, f_e = self.fresh
         return self._apply(ids, starts, ends, n, r[R_KEEP], r[R_KEEP_LEFT], f_ids, f_s, f_e,
                            r[R_FRESH_FROM], r[R_FRESH_TO], r[R_KEEP_RIGHT], shift, self.ws)  # fmt: skip
-
-
-class _Bound:
-    """A compiled function called through the entry point of its one specialization.
-
-    numba types a call's arguments before dispatching, and named tuples of arrays take
-    its slow path (several microseconds).  Every argument here is built by toktier with
-    fixed dtypes, so after the first (typed) call the specialization is known and later
-    calls go straight to it.  The entry point still checks each array's type while
-    unboxing it; a call with other types raises there and goes through the dispatcher.
-    """
-
-    __slots__ = ("_dispatcher", "_entry", "_sig")
-
-    def __init__(self, dispatcher):
-        self._dispatcher, self._entry, self._sig = dispatcher, None, None
-
-    def __call__(self, *args):
-        if self._entry is not None:
-            try:
-                return self._entry(*args)
-            except TypeError:  # the entry point's unboxing refused an argument: dispatch
-                return self._dispatcher(*args)
-        out = self._dispatcher(*args)
-        self._sig = tuple(self._dispatcher.typeof_pyval(a) for a in args)
-        self._entry = self._dispatcher.overloads[self._sig].entry_point
-        return out
-
-    def check(self, *args) -> bool:
-        """Do ``args`` have the types of the bound specialization? (tests)"""
-        return self._sig == tuple(self._dispatcher.typeof_pyval(a) for a in args)
 
 
 def _why(res) -> str:
