@@ -76,7 +76,7 @@ def test_full_bench_fresh_texts_are_distinct_real_texts(trajectory_archive):
     assert len(set(texts)) == 3
 
 
-def test_continuation_cells_give_every_context_the_same_continuations():
+def test_continuation_cells_cut_from_one_place_are_identical():
     from toktier.bench import continuation
 
     stream = "".join(f"line {k}: some text\n" for k in range(5_000))
@@ -93,6 +93,21 @@ def test_continuation_cells_give_every_context_the_same_continuations():
         assert prefix == stream[: len(prefix)] and abs(sorted(at)[len(at) // 2] - target) <= 50
     cycled = continuation.session_cells("abc", 10, 2, 1, 1, tail_from=10)  # short corpora cycle
     assert cycled[0][0] == "abcabcab" and cycled[0][1] == ["bc", "ab"]
+
+
+def test_each_context_gets_its_own_continuations():
+    """The piece cache lives across calls: no context may replay another's continuations."""
+    from toktier.bench import continuation
+
+    contexts = [48_000, 12_000, 1_000_000]
+    tails = continuation.continuation_tails(contexts, 50, 4, 3)
+    assert set(tails) == set(contexts) and min(tails.values()) >= max(contexts)
+    stream = "".join(f"line {k}: some text\n" for k in range(100_000))
+    seen = {}
+    for c in contexts:
+        cells = continuation.session_cells(stream, c, 50, 4, 3, tail_from=tails[c])
+        seen[c] = {d for _, ds in cells for d in ds}
+    assert not (seen[12_000] & seen[48_000]) and not (seen[48_000] & seen[1_000_000])
 
 
 def test_continuation_harness_is_exact_and_fair(trajectory_archive):

@@ -1,13 +1,19 @@
 """One continuation's cost at every context size: the request path against stateless peers.
 
 A session holds about N characters of a real text stream; the next request adds a
-fixed Δ (1.1K characters, the workload's median append), cut from the same place of
-the stream for every N, so every context size receives identical continuations.  A
-cell is many short sessions (five timed continuations each, centred on N: the
+fixed Δ (1.1K characters, the workload's median append), cut from the stream after
+its largest context, at a place of its own for each N (``continuation_tails``): the
+engine's piece cache lives across calls, as deployed, so continuations repeated from an
+earlier context would be served from the cache (cold non-Latin pieces cost ~10x warm
+ones) and flatter the later contexts.  A cell is many short sessions (five timed continuations each, centred on N: the
 context stays N ± 2.75K), and every method runs on every session in turn, so all
 methods see identical texts in one run.  The order rotates from session to session: the
 method that runs first after a session start finds the CPU caches cold (the peers'
 tables and the new session's arrays); a fixed order would charge that to one method.
+Each tier method (and the engine baseline) has an engine of its own, so no method is
+served from piece caches that another method filled with the same texts; each engine
+and fastokens first encode the same warm-up text (the opening ``warm_chars`` of each
+stream, never a continuation), as a server that has been running would.
 
 - ``tier append``: ``Tier.append(session, delta)`` (the compiled repair path);
 - ``tier full text``: ``Tier.encode(whole text, session)``, as a front end sends it;
@@ -45,6 +51,14 @@ BASELINES = ("fastokens full re-encode", "Gigatoken prewarmed", "engine full enc
 METHODS = TIER_METHODS + BASELINES
 
 
+def continuation_tails(contexts: list[int], delta: int, per_session: int,
+                       sessions: int) -> dict[int, int]:  # fmt: skip
+    """Where each context's continuations start: disjoint stretches after the largest context."""
+    span = delta * (per_session + 1) * sessions
+    top = max(contexts)
+    return {c: top + k * span for k, c in enumerate(sorted(set(contexts)))}
+
+
 def session_cells(stream: str, context: int, delta: int, per_session: int, sessions: int,
                   tail_from: int) -> list[tuple[str, list[str]]]:  # fmt: skip
     """``sessions`` cells (prefix, deltas) whose timed continuations arrive at about ``context``.
@@ -53,8 +67,8 @@ def session_cells(stream: str, context: int, delta: int, per_session: int, sessi
     characters of ``stream`` and receives ``per_session + 1`` continuations of ``delta``
     characters (the first untimed), so the timed ones see contexts within
     ``per_session / 2 * delta`` of ``context``.  Continuations are cut from
-    ``stream[tail_from:]``, session after session, at the same place for every context
-    size: every context receives identical continuation texts.  A short stream is cycled.
+    ``stream[tail_from:]``, session after session (``continuation_tails`` gives each
+    context size its own ``tail_from``).  A short stream is cycled.
     """
     k = per_session + 1
     start = max(1, context - (k // 2) * delta)
@@ -69,6 +83,17 @@ def session_cells(stream: str, context: int, delta: int, per_session: int, sessi
             (prefix, [stream[base + j * delta : base + (j + 1) * delta] for j in range(k)])
         )
     return cells
+
+
+def _own_engine(tok):
+    """A private CPU engine (its own piece caches), or None where the family has none.
+
+    The piece caches live across calls: a method run after another on the same texts
+    would find their pieces cached by it, so every method gets an engine of its own.
+    """
+    from ..engine import cpu
+
+    return cpu.CpuEngine(tok) if cpu.engine_for(tok) is not None else None
 
 
 def _tier_samples(tier: Tier, sid: str, prefix: str, deltas: list[str], full_text: bool,
@@ -120,6 +145,7 @@ def continuation_latency(
     per_session: int = 5,
     methods=METHODS,
     progress: bool = True,
+    warm_chars: int = 200_000,
 ) -> list[dict]:
     """Rows (tokenizer, corpus, context, method, sample, context_chars, ms, path, exact).
 
@@ -128,26 +154,33 @@ def continuation_latency(
     machine's drift.  From ``slow_from`` characters on, the full re-encodes and the
     Python plan run on the first ``ceil(slow_samples / per_session)`` sessions only.
     """
+    def tier(**kw):  # each tier method its own engine: no method reads another's piece cache
+        return Tier(tok, engine=_own_engine(tok), verify_rate=0, delta_aware=False, **kw)
+
     tiers = {}
-    if "tier append" in methods or "tier full text" in methods:
-        tiers["compiled"] = Tier(tok, verify_rate=0, delta_aware=False)
+    if "tier append" in methods:
+        tiers["compiled"] = tier()
+    if "tier full text" in methods:
+        tiers["full"] = tier()
     if "tier append, Python plan" in methods:
-        tiers["python"] = Tier(tok, verify_rate=0, delta_aware=False, repair_impl="python")
+        tiers["python"] = tier(repair_impl="python")
     if "tier append, 256-char window" in methods:
-        tiers["w256"] = Tier(tok, verify_rate=0, delta_aware=False, window=256)
+        tiers["w256"] = tier(window=256)
     fast = giga = None
     with contextlib.suppress(ImportError):
         fast = FastokensFull(tok) if "fastokens full re-encode" in methods else None
     with contextlib.suppress(ImportError):
         giga = GigatokenPrewarmed(tok) if "Gigatoken prewarmed" in methods else None
-    engine = tiers["compiled"].engine if "compiled" in tiers else None
-    full = getattr(engine, "encode_full", None) or getattr(engine, "encode", None)
+    engine = _own_engine(tok) if "engine full encode" in methods else None
+    if engine is not None:
+        engine.warmup()
+    full = getattr(engine, "encode_full", None)
     # Every tier method of a session ends on the same text: one reference call checks them
     # all (at 8M characters the reference takes seconds; the tier methods take microseconds).
     reference = functools.lru_cache(maxsize=1)(lambda text: tok.reference(text))
     runs = {
         "tier append": lambda sid, p, d: _tier_samples(tiers["compiled"], sid, p, d, False, reference),
-        "tier full text": lambda sid, p, d: _tier_samples(tiers["compiled"], sid, p, d, True, reference),
+        "tier full text": lambda sid, p, d: _tier_samples(tiers["full"], sid, p, d, True, reference),
         "tier append, Python plan": lambda sid, p, d: _tier_samples(tiers["python"], sid, p, d, False, reference),
         "tier append, 256-char window": lambda sid, p, d: _tier_samples(tiers["w256"], sid, p, d, False, reference),
         "fastokens full re-encode": lambda sid, p, d: _baseline_samples(fast.full, p, d),
@@ -160,16 +193,27 @@ def continuation_latency(
         and not (m.startswith("Gigatoken") and giga is None)
         and not (m.startswith("engine") and engine is None)
     ]  # fmt: skip
+    # Every engine (and fastokens) first serves the same warm-up traffic, the opening
+    # of each stream (never a continuation), as a server that has been running would:
+    # the timings are of warm piece caches, not of a process's first requests.
+    warm = [st[: min(warm_chars, min(continuation_tails(contexts, delta, per_session, 1).values()))]
+            for st in streams.values()]  # fmt: skip
+    for w in warm:
+        for t in tiers.values():
+            t.engine.encode(w)
+        for fn in (full, fast.full if fast is not None else None):
+            if fn is not None:
+                fn(w)
     slow = ("tier append, Python plan", *BASELINES)
     per_session = max(1, min(per_session, samples))
     n_sessions = -(-samples // per_session)
     n_slow = -(-slow_samples // per_session)
-    tail_from = max(contexts)
+    tails = continuation_tails(contexts, delta, per_session, n_sessions)
     rows: list[dict] = []
     cells = [(c, k) for c in contexts for k in streams]
     for context, corpus in tqdm(cells, desc=f"continuations {tok.name}", disable=not progress):
         sessions = session_cells(
-            streams[corpus], context, delta, per_session, n_sessions, tail_from
+            streams[corpus], context, delta, per_session, n_sessions, tails[context]
         )
         for s, (prefix, deltas) in enumerate(sessions):
             k = s % len(available)  # rotate: no method always runs first, on cold caches
