@@ -42,7 +42,7 @@ from tqdm.auto import tqdm
 
 from ..baselines import FastokensFull, GigatokenPrewarmed
 from ..tier import Tier
-from .timing import time_ms
+from .timing import private_engine, time_ms
 
 TIER_METHODS = (
     "tier append", "tier full text", "tier append, Python plan", "tier append, 256-char window",
@@ -83,17 +83,6 @@ def session_cells(stream: str, context: int, delta: int, per_session: int, sessi
             (prefix, [stream[base + j * delta : base + (j + 1) * delta] for j in range(k)])
         )
     return cells
-
-
-def _own_engine(tok):
-    """A private CPU engine (its own piece caches), or None where the family has none.
-
-    The piece caches live across calls: a method run after another on the same texts
-    would find their pieces cached by it, so every method gets an engine of its own.
-    """
-    from ..engine import cpu
-
-    return cpu.CpuEngine(tok) if cpu.engine_for(tok) is not None else None
 
 
 def _tier_samples(tier: Tier, sid: str, prefix: str, deltas: list[str], full_text: bool,
@@ -155,7 +144,7 @@ def continuation_latency(
     Python plan run on the first ``ceil(slow_samples / per_session)`` sessions only.
     """
     def tier(**kw):  # each tier method its own engine: no method reads another's piece cache
-        return Tier(tok, engine=_own_engine(tok), verify_rate=0, delta_aware=False, **kw)
+        return Tier(tok, engine=private_engine(tok), verify_rate=0, delta_aware=False, **kw)
 
     tiers = {}
     if "tier append" in methods:
@@ -171,7 +160,7 @@ def continuation_latency(
         fast = FastokensFull(tok) if "fastokens full re-encode" in methods else None
     with contextlib.suppress(ImportError):
         giga = GigatokenPrewarmed(tok) if "Gigatoken prewarmed" in methods else None
-    engine = _own_engine(tok) if "engine full encode" in methods else None
+    engine = private_engine(tok) if "engine full encode" in methods else None
     if engine is not None:
         engine.warmup()
     full = getattr(engine, "encode_full", None)

@@ -16,6 +16,7 @@ from tqdm.auto import tqdm
 
 from .. import loadgen
 from ..serving import WorkerPool
+from .timing import private_engine
 
 DEFAULT_CONFIGS = (
     {"name": "stateless reference, 1 worker", "mode": "reference", "workers": 1},
@@ -176,7 +177,11 @@ def verifier_overhead(tok, trajs, *, sessions: int, appends: int, context_chars:
     cells = [
         natural_cell(trajs, tok.name, context_chars, appends, start=7 * s) for s in range(sessions)
     ]
-    tiers = {0.0: Tier(tok, verify_rate=0), rate: Tier(tok, verify_rate=rate)}
+    # each its own engine: the second would otherwise find the first's pieces cached
+    tiers = {
+        0.0: Tier(tok, engine=private_engine(tok), verify_rate=0),
+        rate: Tier(tok, engine=private_engine(tok), verify_rate=rate),
+    }
     lat: dict[float, list[float]] = {0.0: [], rate: []}
     for k, cell in enumerate(cells):
         for tier in tiers.values():

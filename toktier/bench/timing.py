@@ -45,3 +45,15 @@ def summarize(samples_ms) -> dict:
         "p99": float(np.percentile(x, 99)),
         "mean": float(x.mean()),
     }
+
+
+def private_engine(tok):
+    """A CPU engine of its own (own piece caches) for one timed method, or None (no engine).
+
+    The engine's piece caches live across calls; methods that share one engine would
+    find the pieces of texts another method just encoded already cached, so every
+    method compared on the same texts gets its own.
+    """
+    from ..engine import cpu
+
+    return cpu.CpuEngine(tok) if cpu.engine_for(tok) is not None else None
