@@ -121,7 +121,34 @@ def test_replay_and_rewrite_workloads(trajectory_archive, qwen3):
     assert rows[("toktier", "replay")]["cases"] == calls
     assert rows[("toktier", "rewrite")]["reuse_rate"] == 1.0
     assert rows[("trtllm-prefix-cache", "rewrite")]["reuse_rate"] == 0.0  # not a literal prefix
+    assert rows[("toktier", "reasoning")]["cases"] == calls
+    assert rows[("toktier", "reasoning")]["kept_id_share"] > 0.5  # an edit, repaired in place
     assert all(r["wrong"] == 0 for r in out["rows"] if r["method"] == "toktier")
+
+
+def test_reasoning_workload_shows_only_the_latest_reasoning(trajectory_archive, llama3):
+    """Each prompt carries the reasoning of its latest assistant turn alone: the next prompt
+    drops that block from the middle and adds the next turn's."""
+    from toktier.audit import _thinking_prefix, session_prompts
+
+    trajs = load_trajectories(trajectory_archive, limit=2)
+    # (the recorded summaries are sparse: ~4% of assistant turns, mostly each session's first)
+    assert sum(bool(m.reasoning) for t in trajs for m in t.messages if m.role == "assistant") > 0
+    _, gen = _thinking_prefix("llama3")
+    plain = list(session_prompts(llama3, trajs))
+    for traj, ps, base in zip(trajs, session_prompts(llama3, trajs, reasoning=True), plain,
+                              strict=True):  # fmt: skip
+        for k, (p, b) in enumerate(zip(ps, base, strict=True)):
+            assert p.endswith(gen)
+            body = p[: -len(gen)]
+            shown = body.count("<think>\n")
+            last = [m for m in traj.messages[: traj.calls[k].prompt_messages] if m.role == "assistant"]
+            assert shown == (1 if last and last[-1].reasoning else 0)
+            if shown:
+                assert last[-1].reasoning in body and len(body) > len(b)
+                assert not ps[k + 1 if k + 1 < len(ps) else k].startswith(body) or k + 1 == len(ps)
+            else:
+                assert body == b
 
 
 def test_cli_audit(tmp_path, capsys):

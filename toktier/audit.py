@@ -17,6 +17,12 @@ with ``tok.reference(new_text)``:
   (``<think>\\n`` after the assistant header) is replaced by the actual answer on the next
   turn, as NVIDIA/TensorRT-LLM PR #17462 documents: the previous prompt is no longer a
   literal prefix of the next.
+- ``reasoning``: the rewrite, and the template shows the model's reasoning (recorded with
+  the trajectories) only in the latest assistant turn, as templates that drop earlier
+  reasoning do: each request removes the previous turn's ``<think>`` block from the middle
+  of the prompt and appends the next turn with its own.  (The recorded Gemini summaries
+  are sparse -- about 4% of assistant turns, mostly a session's first -- so most requests
+  of this workload are the rewrite's; the rest are mid-prompt edits.)
 
 Every divergence is kept with a shrunk reproducer (characters removed from the shared
 context while the method still diverges).  A maintainer audits their own method with::
@@ -245,26 +251,41 @@ def _thinking_prefix(tok_name: str) -> tuple[str, str]:
     return header, header + "<think>\n"
 
 
-def session_prompts(tok, trajectories, *, rewrite: bool) -> Iterable[list[str]]:
+WORKLOADS = ("replay", "rewrite", "reasoning")  # session workloads (after the seam search)
+
+
+def session_prompts(tok, trajectories, *, rewrite: bool = False,
+                    reasoning: bool = False) -> Iterable[list[str]]:  # fmt: skip
     """Per session, every call's prompt; with ``rewrite`` each prompt ends with a thinking
-    template's generation prefix, which the next prompt replaces by the actual answer."""
-    from .workload.templates import render_segments
+    template's generation prefix, which the next prompt replaces by the actual answer; with
+    ``reasoning`` (implies ``rewrite``) the latest assistant turn also shows its reasoning
+    as ``<think>\n…\n</think>\n\n`` before its answer, and earlier turns drop theirs."""
+    from .workload.templates import render_segments, template_for
 
     _, gen = _thinking_prefix(tok.name)
+    tpl = template_for(tok.name)
     for traj in trajectories:
-        segs = render_segments(traj.messages, tok.name)
+        msgs = traj.messages
+        segs = render_segments(msgs, tok.name)
         out = []
         for call in traj.calls:
             p = "".join(segs[: call.prompt_messages])
-            out.append(p + gen if rewrite else p)
+            if reasoning:
+                last = max((i for i in range(call.prompt_messages)
+                            if msgs[i].role == "assistant"), default=-1)  # fmt: skip
+                if last >= 0 and msgs[last].reasoning:
+                    m = msgs[last]
+                    shown = tpl(m.role, f"<think>\n{m.reasoning}\n</think>\n\n{m.content}")
+                    p = "".join(segs[:last]) + shown + "".join(segs[last + 1 : call.prompt_messages])
+            out.append(p + gen if (rewrite or reasoning) else p)
         yield out
 
 
 def audit(method: Method, tok, *, seams: int = 200, trajectories=(), rewrite: bool = True,
-          seed: int = 0, shrink_divergences: bool = True, keep: int = 3,
-          progress: bool = False, name: str | None = None) -> AuditReport:  # fmt: skip
+          reasoning: bool = True, seed: int = 0, shrink_divergences: bool = True,
+          keep: int = 3, progress: bool = False, name: str | None = None) -> AuditReport:  # fmt: skip
     """Run ``method`` through the seam search, the replay of ``trajectories`` and (with
-    ``rewrite``) their rewritten-history rendering; every answer is checked."""
+    ``rewrite``, ``reasoning``) their rewritten-history renderings; every answer is checked."""
     report = AuditReport(name or getattr(method, "name", getattr(method, "__name__", "method")),
                          tok.name)  # fmt: skip
     cases = list(seam_cases(tok, seams, seed))
@@ -278,9 +299,11 @@ def audit(method: Method, tok, *, seams: int = 200, trajectories=(), rewrite: bo
         if not ok:
             _record(report, method, tok, "seam", gen, prev, new, want, got,
                     shrink_it=shrink_divergences, keep=keep)  # fmt: skip
-    workloads = [("replay", False)] + ([("rewrite", True)] if rewrite else [])
-    for workload, rw in workloads:
-        for prompts in tqdm(list(session_prompts(tok, trajectories, rewrite=rw)),
+    workloads = [("replay", {})] + ([("rewrite", {"rewrite": True})] if rewrite else []) + (
+        [("reasoning", {"reasoning": True})] if reasoning else []
+    )
+    for workload, kw in workloads:
+        for prompts in tqdm(list(session_prompts(tok, trajectories, **kw)),
                             desc=f"{workload} {report.method}", disable=not progress or None):  # fmt: skip
             _reset(method)
             wants = [np.asarray(e.ids, dtype=np.int64)

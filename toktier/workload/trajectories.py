@@ -19,6 +19,7 @@ from pathlib import Path
 class Message:
     role: str
     content: str
+    reasoning: str = ""  # the model's reasoning summary for an assistant turn, when recorded
 
 
 @dataclass(frozen=True)
@@ -54,9 +55,12 @@ def parse_trajectory(doc: dict, session: str | None = None) -> Trajectory:
     messages, calls = [], []
     for i, m in enumerate(raw):
         role = m.get("role", "")
-        messages.append(Message(role, _content_text(m.get("content"))))
+        resp = (((m.get("extra") or {}).get("response")) or {}) if role == "assistant" else {}
+        choice = (resp.get("choices") or [{}])[0] if isinstance(resp.get("choices"), list) else {}
+        reasoning = ((choice or {}).get("message") or {}).get("reasoning")
+        messages.append(Message(role, _content_text(m.get("content")),
+                                reasoning if isinstance(reasoning, str) else ""))  # fmt: skip
         if role == "assistant":
-            resp = ((m.get("extra") or {}).get("response")) or {}
             usage = resp.get("usage") or {}
             details = usage.get("prompt_tokens_details") or {}
             calls.append(
