@@ -152,6 +152,10 @@ ax.set(xscale="log", yscale="log", xlabel="append size Δ (characters)",
        title=f"Repair cost grows with Δ, not with N — {tok.name}")  # fmt: skip
 ax.set_xticks(deltas, [f"{d / 1e3:g}K" for d in deltas])
 ax.xaxis.set_minor_formatter(plt.NullFormatter())
+ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))  # ms, not 2 × 10⁻¹
+ax.yaxis.set_minor_formatter(  # label the 2s and 5s of each decade, not every minor tick
+    plt.FuncFormatter(lambda v, _: f"{v:g}" if round(v / 10 ** np.floor(np.log10(v))) in (2, 5) else "")
+)
 ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9)
 fig.tight_layout()
 fig.savefig(results / "figures" / "delta-sweep.png", dpi=130)
