@@ -6,7 +6,17 @@ import numpy as np
 import pytest
 
 import toktier
-from toktier.audit import TierMethod, audit, ladder, method_names, methods, seam_cases, shrink
+from toktier.audit import (
+    TierMethod,
+    audit,
+    ladder,
+    method_names,
+    methods,
+    seam_cases,
+    shrink,
+    summary_table,
+    tables,
+)
 from toktier.baselines.incremental import common_prefix_chars
 from toktier.baselines.trtllm_boundary import BoundaryRollback, ExactPrefixSuffix
 from toktier.baselines.trtllm_prefix_cache import TrtllmPrefixCache
@@ -123,6 +133,10 @@ def test_replay_and_rewrite_workloads(trajectory_archive, qwen3):
     assert rows[("trtllm-prefix-cache", "rewrite")]["reuse_rate"] == 0.0  # not a literal prefix
     assert rows[("toktier", "reasoning")]["cases"] == calls
     assert rows[("toktier", "reasoning")]["kept_id_share"] > 0.5  # an edit, repaired in place
+    table = summary_table(tables(out)[0], ["qwen3"]).set_index("method")
+    assert table.loc["toktier", "session workloads wrong"] == 0
+    assert table.loc["trtllm-prefix-cache", "IDs reused, rewritten history"] == 0.0
+    assert table.loc["toktier", "qwen3"] == rows[("toktier", "seam")]["wrong"] == 0
     assert all(r["wrong"] == 0 for r in out["rows"] if r["method"] == "toktier")
 
 

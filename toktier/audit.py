@@ -426,6 +426,24 @@ def tables(result: dict):
     return rows, gens, div
 
 
+def summary_table(rows, tokenizers):
+    """The ladder in one table (the README's): per method, wrong answers in the seam search
+    per tokenizer, wrong answers on the session workloads (all tokenizers), the median share
+    of IDs reused under a rewritten history and the median replay P50 (ms) over tokenizers."""
+
+    order = list(dict.fromkeys(rows.method))
+    seam = rows[rows.workload == "seam"].pivot(index="method", columns="tokenizer", values="wrong")
+    out = seam.reindex(order)[list(tokenizers)].fillna(0).astype(int)
+    sessions = rows[rows.workload != "seam"].groupby("method").wrong.sum()
+    out["session workloads wrong"] = sessions.reindex(order).fillna(0).astype(int)
+    kept = rows[rows.workload == "rewrite"].groupby("method").kept_id_share.median()
+    out["IDs reused, rewritten history"] = kept.reindex(order)
+    lat = rows[rows.workload == "replay"].groupby("method").p50_us.median() / 1000
+    out["replay P50 (ms)"] = lat.reindex(order)
+    out.index.name, out.columns.name = "method", None
+    return out.reset_index()
+
+
 def verdicts(rows) -> list[dict]:
     """Per method: wrong answers on every workload and tokenizer, and where it was exact —
     what a serving engineer should conclude (exact in this search is not a proof)."""
