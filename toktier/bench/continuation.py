@@ -20,7 +20,7 @@ stream, never a continuation), as a server that has been running would.
 - ``tier append, Python plan``: the same protocol through ``repair.plan`` (before the
   compiled path: the reference implementation);
 - ``tier append, 512-char window``: the compiled path with the window of old text it
-  used before ``repair.default_window`` (222 characters for llama3): what the smaller
+  used before ``repair.default_window`` (254 characters for llama3): what the smaller
   window saves;
 - ``fastokens full re-encode``: one warm object, as deployed;
 - ``Gigatoken prewarmed``: one object per session that has encoded the session text;
