@@ -602,18 +602,7 @@ class CpuEngine:
         """(ids uint32, starts int64, ends int64): exact IDs and each token's character span."""
         check_text(text)
         u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-        t = self.tables
-        ids, starts, ends, ok = self._encode_kernel(
-            u8,
-            t.bits,
-            t.fold,
-            t.family_code,
-            t.nfc,
-            *self._trie_args,
-            self.bpe,
-            *self._cache(),
-            self._workspace(u8.size),
-        )
+        ids, starts, ends, ok = self._encode_u8(u8)
         if ok:
             return ids, starts, ends
         return self._encode_segmented(text, u8, threads=1)
