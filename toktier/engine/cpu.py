@@ -42,7 +42,7 @@ from .literal_probe import check_literals
 from .tables import EngineTables, EngineUnsupported
 
 CACHE_DIR = _jit.use_engine_cache()  # before any decorator below
-RULES = _rules.make(numba.njit(cache=True, nogil=True, _nrt=False))
+RULES = _rules.make(numba.njit(cache=True, nogil=True, _nrt=False), _jit.prefetch_row)
 # numba resolves callees as module globals, not attributes:
 CACHE_SLOTS = _rules.CACHE_SLOTS
 CACHE_COLS = _rules.CACHE_COLS
@@ -476,7 +476,7 @@ class CpuEngine:
             t.normalized_literals.child, t.normalized_literals.term,
             t.normalized_literals.size > 0,
         )  # fmt: skip
-        bt = BpeTables(t.byte_ids, t.merge_table, byte_pair_codes(t.byte_ids, t.merge_table),
+        bt = BpeTables(t.byte_ids, t.merge_table, t.merged, byte_pair_codes(t.byte_ids, t.merge_table),
                        t.vocab_keys, t.vocab_ids, t.pool, t.pool_off, t.ignore_merges,
                        t.token_nbytes, np.zeros((1, _rules.SHORT_COLS), np.int64))  # fmt: skip
         self.short_map = build_short_map(bt)  # built by the merges themselves (empty map above)

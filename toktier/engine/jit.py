@@ -14,6 +14,10 @@ import os
 from pathlib import Path
 
 import numba
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from .. import paths
 
@@ -72,3 +76,31 @@ class BoundKernel:
     def check(self, *args) -> bool:
         """Do ``args`` have the types of the bound specialization? (tests)"""
         return self._sig == tuple(self._dispatcher.typeof_pyval(a) for a in args)
+
+
+@intrinsic
+def prefetch_row(typingctx, arr, row):
+    """Ask the CPU to start loading the cache line of ``arr[row, 0]`` (or ``arr[row]``).
+
+    A hint only (LLVM's ``llvm.prefetch``: read, keep in all levels): it never changes
+    a result.  The piece loop issues it a few pieces ahead, so the random reads of
+    the short-piece map and the piece cache overlap instead of waiting one by one.
+    """
+    if not isinstance(arr, types.Array) or not isinstance(row, types.Integer):
+        return None
+    sig = types.void(arr, row)
+
+    def codegen(context, builder, signature, args):
+        aryty, rowty = signature.args
+        ary = context.make_array(aryty)(context, builder, args[0])
+        r = context.cast(builder, args[1], rowty, types.intp)
+        idx = [r] + [context.get_constant(types.intp, 0)] * (aryty.ndim - 1)
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, idx, wraparound=False)
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return sig, codegen

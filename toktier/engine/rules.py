@@ -80,7 +80,8 @@ class BpeTables(NamedTuple):
     """Everything byte-level BPE reads, passed as one argument (``cpu.CpuEngine.bpe``)."""
 
     byte_ids: np.ndarray  # int64[256]: the token of each single byte
-    merges: np.ndarray  # int64[cap, 2]: key, rank << 32 | merged id (tables.build_merge_table)
+    merges: np.ndarray  # int64[cap]: (left << 18 | right) << 27 | rank (tables.build_merge_table)
+    merged: np.ndarray  # int32[n_merges]: the token the merge of each rank makes
     byte_pairs: np.ndarray  # int64[65536]: pair_code of the tokens of bytes (a, b) at a << 8 | b
     vkeys: np.ndarray  # vocabulary hash table (ignore_merges): hashes
     vids: np.ndarray  # ... and ids, -1 empty
@@ -91,8 +92,20 @@ class BpeTables(NamedTuple):
     smap: np.ndarray  # the read-only short-piece map (cpu.build_short_map)
 
 
-def make(jit):
-    """Compile the rules with ``jit``; returns a namespace object of compiled functions."""
+PREFETCH_AHEAD = 6  # pieces: how far ahead the piece loop asks for its table rows
+
+
+def make(jit, prefetch_row=None):
+    """Compile the rules with ``jit``; returns a namespace object of compiled functions.
+
+    ``prefetch_row(array, row)`` is a memory hint (``jit.prefetch_row`` on the CPU);
+    without one (GPU, simulator) it compiles to nothing.  Hints never change results.
+    """
+    if prefetch_row is None:
+
+        @jit
+        def prefetch_row(arr, row):
+            pass
 
     # --- small helpers ----------------------------------------------------------------
     @jit
@@ -395,36 +408,38 @@ def make(jit):
     # --- BPE ------------------------------------------------------------------------------
     @jit
     def pair_code(mt, left, right):
-        """``rank << 32 | merged id`` of the pair (left, right), or NO_PAIR.
+        """``rank << 32`` of the pair (left, right), or NO_PAIR: codes order as ranks do.
 
-        One probe sequence in the interleaved merge table (``tables.build_merge_table``):
-        key and value share a cache line, so a lookup is one memory access.  Ordering
-        codes orders ranks (a rank names one pair).
+        One probe sequence in the compact merge table (``tables.build_merge_table``):
+        each slot holds the pair's key and rank in one word.  The merged token is
+        ``merged[rank]``, read only when the pair merges (``merge_small``).
         """
-        key = (int(left) << 32) | int(right)  # int(): no narrow-dtype overflow (simulator)
+        key = (int(left) << 18) | int(right)  # int(): no narrow-dtype overflow (simulator)
         mask = mt.shape[0] - 1
         h = ((key * 0x9E3779B1) >> 20) & mask  # tables._pair_slot_hash hashes the same way
         while True:
-            k = mt[h, 0]
-            if k == key:
-                return mt[h, 1]
-            if k == EMPTY_KEY:
+            s = mt[h]
+            if s == EMPTY_KEY:
                 return NO_PAIR
+            if (s >> 27) == key:
+                return (s & 0x7FFFFFF) << 32
             h = (h + 1) & mask
 
     @jit
-    def merge_small(sym, rank, n, mt):
+    def merge_small(sym, rank, n, mt, merged):
         """Merge ``sym[:n]`` in place, ``rank[:n - 1]`` holding the pairs' codes (linear min
         search); returns the new length.  Lowest rank first, leftmost among equals (the
         strict ``<``)."""
         while n > 1:
-            best = 0
+            # Codes are rank << 32: or-ing the position in makes the minimum unique and
+            # the leftmost among equal ranks, so the scan needs no branch.
+            low = rank[0]
             for k in range(1, n - 1):
-                if rank[k] < rank[best]:
-                    best = k
-            if rank[best] >= NO_PAIR:
+                low = min(low, rank[k] | k)
+            if low >= NO_PAIR:
                 break
-            sym[best] = rank[best] & 0xFFFFFFFF
+            best = low & 0xFFFFFFFF
+            sym[best] = merged[rank[best] >> 32]
             for k in range(best + 1, n - 1):
                 sym[k] = sym[k + 1]
                 rank[k] = rank[k + 1]
@@ -472,7 +487,7 @@ def make(jit):
         return size
 
     @jit
-    def merge_large(sym, rank, nxt, prv, heap, n, mt):
+    def merge_large(sym, rank, nxt, prv, heap, n, mt, merged):
         """O(L log L) merges: a linked list of symbols and a heap of (rank, position) keys
         (``rank[:n - 1]`` holds the initial pairs' codes).
 
@@ -499,7 +514,7 @@ def make(jit):
             c = pair_code(mt, sym[k], sym[j])
             if (c >> 32) != r:
                 continue  # stale: a neighbour merged since this entry was pushed
-            nj = merge_link(sym, nxt, prv, k, c & 0xFFFFFFFF)
+            nj = merge_link(sym, nxt, prv, k, merged[c >> 32])
             if nj >= 0:
                 c2 = pair_code(mt, sym[k], sym[nj])
                 if c2 < NO_PAIR:
@@ -519,12 +534,17 @@ def make(jit):
     @jit
     def bpe_merge(u8, b0, b1, bt, sym, rank, nxt, prv, heap, out, n_out):
         """The merges of the bytes ``u8[b0:b1]`` (no cache): ids appended to ``out``."""
-        length = b1 - b0
         if bt.ignore_merges:
             t = vocab_lookup(u8, b0, b1, bt.vkeys, bt.vids, bt.pool, bt.pool_off)
             if t >= 0:
                 out[n_out] = t
                 return n_out + 1
+        return merges_only(u8, b0, b1, bt, sym, rank, nxt, prv, heap, out, n_out)
+
+    @jit
+    def merges_only(u8, b0, b1, bt, sym, rank, nxt, prv, heap, out, n_out):
+        """``bpe_merge`` without the ``ignore_merges`` vocabulary check."""
+        length = b1 - b0
         # The first pairs are all pairs of single-byte tokens: read from the small direct
         # table (256 x 256, cache-resident) instead of the merge hash table.
         for k in range(length):
@@ -532,9 +552,9 @@ def make(jit):
         for k in range(length - 1):
             rank[k] = bt.byte_pairs[(int(u8[b0 + k]) << 8) | int(u8[b0 + k + 1])]
         if length <= SMALL_PIECE:
-            m = merge_small(sym, rank, length, bt.merges)
+            m = merge_small(sym, rank, length, bt.merges, bt.merged)
         else:
-            m = merge_large(sym, rank, nxt, prv, heap, length, bt.merges)
+            m = merge_large(sym, rank, nxt, prv, heap, length, bt.merges, bt.merged)
         for k in range(m):
             out[n_out + k] = sym[k]
         return n_out + m
@@ -699,7 +719,13 @@ def make(jit):
         if length == 1:
             out[n_out] = bt.byte_ids[u8[b0]]
             return n_out + 1
-        m = bpe_merge(u8, b0, b1, bt, sym, rank, nxt, prv, heap, out, n_out)
+        if length <= CACHE_MAX_BYTES and bt.smap.shape[0] > 1:
+            # Callers looked the piece up in the short-piece map first, and the map holds
+            # every vocabulary entry of this size that encodes to itself -- with
+            # ignore_merges, every one -- so the vocabulary check would miss.
+            m = merges_only(u8, b0, b1, bt, sym, rank, nxt, prv, heap, out, n_out)
+        else:
+            m = bpe_merge(u8, b0, b1, bt, sym, rank, nxt, prv, heap, out, n_out)
         if length <= CACHE_MAX_BYTES:
             lw, w0, w1 = piece_words(u8, b0, b1)
             cache_store(cache, piece_hash(lw, w0, w1), lw, w0, w1, out, n_out, m, bt.nbytes)
@@ -760,6 +786,21 @@ def make(jit):
         return m
 
     @jit
+    def prefetch_piece(q, lo, ends, char_start, u8, smap, cache):
+        """Start loading the short-map and piece-cache rows piece ``q`` of a segment will read
+        (pieces of 2..CACHE_MAX_BYTES bytes; the segment starts at character ``lo``)."""
+        ps = ends[q - 1] if q > 0 else lo
+        b0 = char_start[ps]
+        length = char_start[ends[q]] - b0
+        if length >= 2 and length <= CACHE_MAX_BYTES:
+            lw, w0, w1 = piece_words(u8, b0, b0 + length)
+            h = piece_hash(lw, w0, w1)
+            prefetch_row(smap, h & (smap.shape[0] - 1))
+            a = (h << 1) & (cache.shape[0] - 1)
+            prefetch_row(cache, a)
+            prefetch_row(cache, a + 1)
+
+    @jit
     def encode_range(c0, c1, cps, fl, fold, family, u8, char_start, ls, le, lid, lit0, nlit, bt,
                      ends, sym, rank, nxt, prv, heap, cache, lcache, out_ids, out_s, out_e,
                      n):  # fmt: skip
@@ -781,7 +822,12 @@ def make(jit):
             if seg_end > pos:
                 np_ = pretokenize_segment(cps, fl, fold, pos, seg_end, family, ends, 0)
                 ps = pos
+                for q in range(min(PREFETCH_AHEAD, np_)):
+                    prefetch_piece(q, pos, ends, char_start, u8, bt.smap, cache)
                 for q in range(np_):
+                    if q + PREFETCH_AHEAD < np_:
+                        prefetch_piece(q + PREFETCH_AHEAD, pos, ends, char_start, u8, bt.smap,
+                                       cache)
                     pe = ends[q]
                     b0 = char_start[ps]
                     length = char_start[pe] - b0
@@ -988,6 +1034,6 @@ def make(jit):
 
     ns = Rules()
     for name, fn in list(locals().items()):
-        if name not in ("jit", "ns", "Rules") and not name.startswith("_"):
+        if name not in ("jit", "ns", "Rules", "prefetch_row") and not name.startswith("_"):
             setattr(ns, name, fn)
     return ns

@@ -92,22 +92,30 @@ def build_pair_table(
 PAIR_LOAD = 0.6  # most slots of the interleaved table's probe sequence share a cache line
 
 
-def build_merge_table(left: np.ndarray, right: np.ndarray, ranks: np.ndarray,
-                      merged: np.ndarray) -> np.ndarray:  # fmt: skip
-    """The BPE merge table, one 16-byte slot per pair: ``[key, rank << 32 | merged id]``.
+MERGE_ID_BITS = 18  # token ids < 2**18 (262,144): a pair's key is 36 bits (``rules.pair_code``)
+MERGE_RANK_BITS = 27  # a slot is key << 27 | rank: one int64, 8 bytes
 
-    Key and value share a cache line, so a pair lookup costs one memory access
-    (``rules.pair_code``); separate key / rank / merged columns cost up to three.
-    Keys hash as ``build_pair_table``'s; -1 marks an empty slot.
+
+def build_merge_table(left: np.ndarray, right: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """The BPE merge table, one 8-byte slot per pair: ``(left << 18 | right) << 27 | rank``.
+
+    Half the bytes of a key / value pair, so the whole table of a 280K-merge
+    vocabulary is 4 MB and stays in the last-level cache where a 16-byte layout
+    (8 MB) spilled to memory: merges are bound by these random reads.  The merged
+    id is ``EngineTables.merged[rank]``, read only when a pair actually merges.
+    Keys hash as ``rules.pair_code``; -1 marks an empty slot.
     """
-    keys = (left.astype(np.int64) << 32) | right.astype(np.int64)
+    if len(left) and max(int(left.max()), int(right.max())) >= 1 << MERGE_ID_BITS:
+        raise EngineUnsupported(f"token ids beyond {1 << MERGE_ID_BITS:,} (merge table key)")
+    if len(ranks) and int(ranks.max()) >= 1 << MERGE_RANK_BITS:
+        raise EngineUnsupported(f"more than {1 << MERGE_RANK_BITS:,} merges")
+    keys = (left.astype(np.int64) << MERGE_ID_BITS) | right.astype(np.int64)
     cap = 16
     while cap * PAIR_LOAD < len(keys) + 1:
         cap <<= 1
     slots = _insert_all(keys, _pair_slot_hash(keys, cap - 1), cap)
-    table = np.full((cap, 2), -1, dtype=np.int64)
-    table[slots, 0] = keys
-    table[slots, 1] = (ranks.astype(np.int64) << 32) | merged.astype(np.int64)
+    table = np.full(cap, -1, dtype=np.int64)
+    table[slots] = (keys << MERGE_RANK_BITS) | ranks.astype(np.int64)
     return table
 
 
@@ -183,7 +191,8 @@ class EngineTables:
     fold: np.ndarray  # uint8[0x110000]
     nfc: bool  # the tokenizer normalizes with NFC (engine input must be NFC-stable)
     byte_ids: np.ndarray  # int64[256]
-    merge_table: np.ndarray  # int64[cap, 2]: key, rank << 32 | merged (``build_merge_table``)
+    merge_table: np.ndarray  # int64[cap]: key << 27 | rank (``build_merge_table``)
+    merged: np.ndarray  # int32[n_merges]: the token a merge of each rank makes
     ignore_merges: bool
     vocab_keys: np.ndarray  # int64 hashes
     vocab_ids: np.ndarray  # int64 token id, -1 empty
@@ -247,9 +256,7 @@ class EngineTables:
         keys = (left << 32) | right
         _, first_idx = np.unique(keys, return_index=True)
         first_idx.sort()
-        merge_table = build_merge_table(
-            left[first_idx], right[first_idx], ranks[first_idx], merged[first_idx]
-        )
+        merge_table = build_merge_table(left[first_idx], right[first_idx], ranks[first_idx])
 
         # vocabulary hash (for ignore_merges) and the byte pool
         pool_off = np.zeros(n_ids + 1, dtype=np.int64)
@@ -279,6 +286,7 @@ class EngineTables:
             nfc=nfc,
             byte_ids=byte_ids,
             merge_table=merge_table,
+            merged=merged.astype(np.int32) if len(merged) else np.zeros(1, np.int32),
             ignore_merges=bool(model.get("ignore_merges")),
             vocab_keys=vocab_keys,
             vocab_ids=vocab_ids,

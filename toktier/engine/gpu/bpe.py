@@ -102,7 +102,7 @@ def merge_at(k, sym, rnk, nxt, prv, bpe):
     changed in the per-slot rank array (one thread per piece calls it)."""
     c = pair_code(bpe.merges, sym[k], sym[nxt[k]])
     rnk[nxt[k]] = NO_RANK  # the right symbol dies
-    nj = merge_link(sym, nxt, prv, k, c & 0xFFFFFFFF)
+    nj = merge_link(sym, nxt, prv, k, bpe.merged[c >> 32])
     if nj >= 0:
         rnk[k] = pair_code(bpe.merges, sym[k], sym[nj]) >> 32
     else:

@@ -153,6 +153,7 @@ class GpuEngine:
         self.bpe_tables = BpeTables(
             byte_ids=d(t.byte_ids),
             merges=d(t.merge_table),
+            merged=d(t.merged),
             byte_pairs=d(self._cpu.bpe.byte_pairs),
             vkeys=d(t.vocab_keys),
             vids=d(t.vocab_ids),
