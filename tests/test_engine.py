@@ -13,7 +13,7 @@ import toktier
 from toktier.campaigns import corpus, engine_campaign
 from toktier.engine import default_engine, jit
 from toktier.engine.cpu import CpuEngine, engine_for
-from toktier.engine.tables import EngineTables, EngineUnsupported, bytes_hash
+from toktier.engine.tables import EngineUnsupported, bytes_hash
 from toktier.errors import InvalidTextError
 
 BYTE_BPE = ["llama3", "deepseek-v4", "qwen3", "qwen3.6", "gpt-oss", "cl100k"]
@@ -154,18 +154,29 @@ def test_deepseek_normalized_literals():
 
 def test_tables_reproduce_the_merges():
     tok = toktier.load("llama3")
-    t = EngineTables.build(tok)
+    engine = engine_for(tok)
+    t = engine.tables
     import json
 
     model = json.loads(tok.path.read_text())["model"]
     vocab = model["vocab"]
     from toktier.engine.cpu import RULES
+    from toktier.engine.rules import NO_PAIR
 
-    for r in random.Random(1).sample(range(len(model["merges"])), 200):
-        m = model["merges"][r]
+    pairs = {}
+    for r, m in enumerate(model["merges"]):
         a, b = m.split(" ", 1) if isinstance(m, str) else m
-        code = RULES.pair_code(t.merge_table, vocab[a], vocab[b])
-        assert code >> 32 == r and t.merged[code >> 32] == vocab[a + b]
+        pairs.setdefault((vocab[a], vocab[b]), (r, vocab[a + b]))
+    # every merge is found (the pair filter has no false negatives), with rank and token
+    for (a, b), (r, merged) in pairs.items():
+        code = RULES.pair_code(engine.bpe, a, b)
+        assert code >> 32 == r and t.merged[code >> 32] == merged
+    # and pairs without a merge are not (some pass the filter and probe the table)
+    rng = random.Random(1)
+    ids = list(vocab.values())
+    misses = [(rng.choice(ids), rng.choice(ids)) for _ in range(20000)]
+    misses = [p for p in misses if p not in pairs]
+    assert all(RULES.pair_code(engine.bpe, a, b) == NO_PAIR for a, b in misses)
     assert bytes_hash(b"abc") != bytes_hash(b"acb")
 
 

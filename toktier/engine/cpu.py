@@ -401,12 +401,12 @@ def build_short_map(bt: BpeTables) -> np.ndarray:
 
 
 @numba.njit(cache=True, nogil=True)
-def byte_pair_codes(byte_ids, merges):
+def byte_pair_codes(bt):
     """``rules.pair_code`` of every pair of single-byte tokens, at index ``a << 8 | b``."""
     out = np.empty(65536, dtype=np.int64)
     for a in range(256):
         for b in range(256):
-            out[(a << 8) | b] = pair_code(merges, byte_ids[a], byte_ids[b])
+            out[(a << 8) | b] = pair_code(bt, bt.byte_ids[a], bt.byte_ids[b])
     return out
 
 
@@ -476,9 +476,11 @@ class CpuEngine:
             t.normalized_literals.child, t.normalized_literals.term,
             t.normalized_literals.size > 0,
         )  # fmt: skip
-        bt = BpeTables(t.byte_ids, t.merge_table, t.merged, byte_pair_codes(t.byte_ids, t.merge_table),
-                       t.vocab_keys, t.vocab_ids, t.pool, t.pool_off, t.ignore_merges,
-                       t.token_nbytes, np.zeros((1, _rules.SHORT_COLS), np.int64))  # fmt: skip
+        bt = BpeTables(t.byte_ids, t.merge_table, t.merged, t.pair_filter,
+                       np.zeros(65536, np.int64), t.vocab_keys, t.vocab_ids, t.pool, t.pool_off,
+                       t.ignore_merges, t.token_nbytes,
+                       np.zeros((1, _rules.SHORT_COLS), np.int64))  # fmt: skip
+        bt = bt._replace(byte_pairs=byte_pair_codes(bt))
         self.short_map = build_short_map(bt)  # built by the merges themselves (empty map above)
         self.bpe = bt._replace(smap=self.short_map)
         self.compile_seconds: float | None = None

@@ -100,16 +100,16 @@ def k_bpe_small(meta, piece_lo, char_start, u8, lmark, lid, bpe, block_max, otmp
 def merge_at(k, sym, rnk, nxt, prv, bpe):
     """Merge the live pair at slot k (``rules.merge_link``); re-rank the two pairs that
     changed in the per-slot rank array (one thread per piece calls it)."""
-    c = pair_code(bpe.merges, sym[k], sym[nxt[k]])
+    c = pair_code(bpe, sym[k], sym[nxt[k]])
     rnk[nxt[k]] = NO_RANK  # the right symbol dies
     nj = merge_link(sym, nxt, prv, k, bpe.merged[c >> 32])
     if nj >= 0:
-        rnk[k] = pair_code(bpe.merges, sym[k], sym[nj]) >> 32
+        rnk[k] = pair_code(bpe, sym[k], sym[nj]) >> 32
     else:
         rnk[k] = NO_RANK
     p = prv[k]
     if p >= 0:
-        rnk[p] = pair_code(bpe.merges, sym[p], sym[k]) >> 32
+        rnk[p] = pair_code(bpe, sym[p], sym[k]) >> 32
 
 
 @cuda.jit(device=True)
@@ -154,7 +154,7 @@ def start_ranks(b0, length, bpe, sym, rnk, first, step):
     for k in range(first, length, step):
         i = b0 + k
         if k + 1 < length:
-            rnk[i] = pair_code(bpe.merges, sym[i], sym[i + 1]) >> 32
+            rnk[i] = pair_code(bpe, sym[i], sym[i + 1]) >> 32
         else:
             rnk[i] = NO_RANK
 

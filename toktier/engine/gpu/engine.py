@@ -154,6 +154,7 @@ class GpuEngine:
             byte_ids=d(t.byte_ids),
             merges=d(t.merge_table),
             merged=d(t.merged),
+            pair_filter=d(t.pair_filter),
             byte_pairs=d(self._cpu.bpe.byte_pairs),
             vkeys=d(t.vocab_keys),
             vids=d(t.vocab_ids),
