@@ -166,7 +166,7 @@ class Tier:
     its next request is encoded in full.
     ``ttl_s``: a session idle this long is dropped (no caller needed; None: never);
     ``window``: characters of old text encoded with each change (None: the tokenizer's
-    ``repair.default_window``, the certificate's minimum plus a little play; 254 for
+    ``repair.default_window``, the certificate's minimum plus a little play; 318 for
     llama3); a window that does not certify is doubled, ``max_widenings`` times.
     ``max_bytes``: the memory budget of session state, 2 GiB by default (least recently
     used sessions are evicted beyond it; ``stats()`` counts them; None: no budget).
