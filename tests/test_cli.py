@@ -41,3 +41,10 @@ def test_errors_are_reported_not_raised(tmp_path, capsys):
     bad.write_bytes(b"ok \xff\xfe not utf-8")
     assert main(["encode", "--tokenizer", "llama3", str(bad)]) == 2
     assert "not valid UTF-8 (byte offset 3)" in capsys.readouterr().err
+
+
+def test_tokenizers_table_says_why_a_tokenizer_stays_on_the_reference(capsys):
+    assert main(["tokenizers", "tekken", "bert-uncased", "llama3"]) == 0
+    out = capsys.readouterr().out
+    assert "reference only: split pattern without engine rules" in out  # tekken (issue #16)
+    assert "no compiled WordPiece engine" in out and "engine + repair" in out

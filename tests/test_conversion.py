@@ -79,7 +79,7 @@ def test_special_ids_survive_gaps_in_the_id_space():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["qwen3", "qwen3.6", "gpt-oss", "cl100k"])
+@pytest.mark.parametrize("name", ["qwen3", "qwen3.6", "gpt-oss", "cl100k", "tekken"])
 def test_conversion_certification_slice(name):
     """The workflow runs >= 1M characters per tokenizer; CI runs a 60K slice plus every vocab entry."""
     res = conversion.certify(name, 60_000, seed=7)
@@ -102,3 +102,60 @@ def test_merge_into_a_token_ranked_below_its_part(ignore_merges):
     for text in ("abcd", "xabc", "abc abcb"):
         assert hf.encode(text, add_special_tokens=False).ids == enc.encode(text) != []
     assert enc.encode("abcd") == [256, ord("d")]
+
+
+def _toy_tekken(ranks: dict[bytes, int], *, used: int, n_special: int, specials=None) -> bytes:
+    import base64
+    import json
+
+    vocab = [
+        {"rank": r, "token_bytes": base64.b64encode(b).decode(), "token_str": None}
+        for b, r in sorted(ranks.items(), key=lambda kv: kv[1])
+    ]
+    doc = {
+        "config": {"pattern": TOY_PATTERN, "num_vocab_tokens": len(vocab),
+                   "default_vocab_size": used + n_special,
+                   "default_num_special_tokens": n_special, "version": "v3"},
+        "vocab": vocab,
+    }  # fmt: skip
+    if specials is not None:
+        doc["special_tokens"] = [
+            {"rank": i, "token_str": s, "is_control": True} for i, s in enumerate(specials)
+        ]
+    return json.dumps(doc).encode()
+
+
+def test_read_tekken_numbers_specials_first_and_uses_only_the_configured_vocabulary():
+    ranks = _toy_ranks(3, 20)
+    data = _toy_tekken(ranks, used=len(ranks) - 5, n_special=30)
+    got, pattern, specials, offset = convert.read_tekken(data)
+    assert pattern == TOY_PATTERN and offset == 30
+    assert got == {b: r for b, r in ranks.items() if r < len(ranks) - 5}  # the last 5 unused
+    assert [s for _, s in specials[:4]] == ["<unk>", "<s>", "</s>", "[INST]"]  # legacy controls
+    assert specials[20] == (20, "<SPECIAL_20>") and len(specials) == 30
+    listed = convert.read_tekken(_toy_tekken(ranks, used=10, n_special=4, specials=["<a>", "<b>"]))
+    assert listed[2] == [(0, "<a>"), (1, "<b>"), (2, "<SPECIAL_2>"), (3, "<SPECIAL_3>")]
+    with pytest.raises(ValueError, match="special tokens for"):
+        convert.read_tekken(_toy_tekken(ranks, used=10, n_special=1, specials=["<a>", "<b>"]))
+    with pytest.raises(ValueError, match="fewer than"):
+        convert.read_tekken(_toy_tekken(ranks, used=len(ranks) + 1, n_special=2))
+
+
+@given(seed=st.integers(0, 50), text=st.text(alphabet="ab \n'.1", max_size=60))
+def test_toy_tekken_conversion_matches_tiktoken_plus_the_offset(seed, text):
+    """What mistral-common does: tiktoken on the unshifted ranks, then every id + n_special;
+    the converted file gives those ids and extracts the control tokens."""
+    ranks = _toy_ranks(seed, 40)
+    data = _toy_tekken(ranks, used=len(ranks), n_special=25)
+    got, pattern, specials, offset = convert.read_tekken(data)
+    doc = convert.tiktoken_to_hf(got, pattern, specials, id_offset=offset)
+    hf = tokenizers.Tokenizer.from_str(convert.dump_canonical(doc).decode())
+    enc = tiktoken.Encoding("toy", pat_str=pattern, mergeable_ranks=got, special_tokens={})
+    assert hf.encode(text, add_special_tokens=False).ids == [t + 25 for t in enc.encode(text)]
+    assert hf.encode("[INST]" + text, add_special_tokens=False).ids[:1] == [3]
+
+
+def test_special_ids_may_not_overlap_the_shifted_ranks():
+    ranks = _toy_ranks(0, 5)
+    with pytest.raises(ValueError, match="collides"):
+        convert.tiktoken_to_hf(ranks, TOY_PATTERN, [(12, "<x>")], id_offset=10)

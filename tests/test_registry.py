@@ -184,3 +184,26 @@ def test_class_table_is_cached_on_disk(tmp_path, monkeypatch):
     assert len(cached) == 1
     shutil.copy(cached[0], tmp_path / "copy.npy")
     assert (np.load(tmp_path / "copy.npy") == tok.class_table.bits).all()
+
+
+def test_classify_names_the_reason_a_file_is_unsupported():
+    from toktier.families import classify
+
+    doc = toktier.load("llama3").document()
+    assert classify(doc) == ("cl100k", "")
+    assert classify({**doc, "model": {**doc["model"], "byte_fallback": True}}) == (
+        "unsupported", "BPE with byte_fallback"
+    )  # fmt: skip
+    assert classify({**doc, "model": {"type": "Unigram"}})[1] == "model type 'Unigram'"
+    assert classify({**doc, "normalizer": {"type": "NFKC"}})[1] == "a normalizer other than NFC"
+    assert classify({**doc, "truncation": {"max_length": 8}})[0] == "unsupported"
+
+
+def test_tekken_is_served_exactly_by_the_reference_route():
+    from toktier.tier import Tier
+
+    tok = toktier.load("tekken")
+    tier = Tier(tok, verify_rate=0)
+    text = "[INST] Wie geht's? 12345 — Привет [/INST]"
+    assert tier.encode(text, session="s").ids.tolist() == tok.reference(text)
+    assert tier.append("s", " more\n").ids.tolist() == tok.reference(text + " more\n")

@@ -26,9 +26,21 @@ def tokenizer_rows(names: list[str]) -> list[dict]:
                 "longest_token_chars": tok.longest_token_chars,
                 "longest_added_chars": tok.longest_added_chars,
                 "sha256": tok.sha256,
+                "route": _route(tok),
             }
         )
     return rows
+
+
+def _route(tok) -> str:
+    """How the tier serves this tokenizer (without building its engine)."""
+    from .families import BYTE_LEVEL_FAMILIES
+
+    if tok.family in BYTE_LEVEL_FAMILIES:
+        return "engine + repair"
+    if tok.family == "wordpiece":
+        return "reference + repair (no compiled WordPiece engine)"
+    return f"reference only: {tok.unsupported_reason}"
 
 
 def _cmd_tokenizers(args) -> int:
@@ -36,7 +48,7 @@ def _cmd_tokenizers(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    head = ("name", "family", "vocab", "longest token", "sha256")
+    head = ("name", "family", "vocab", "longest token", "sha256", "route")
     table = [
         (
             r["name"],
@@ -44,6 +56,7 @@ def _cmd_tokenizers(args) -> int:
             str(r["vocab_size"]),
             str(r["longest_token_chars"]),
             r["sha256"][:12],
+            r["route"],
         )
         for r in rows
     ]

@@ -1,4 +1,4 @@
-"""tiktoken rank files -> Hugging Face tokenizer.json (our own conversion).
+"""tiktoken rank files (and Mistral's Tekken JSON) -> Hugging Face tokenizer.json (our own conversion).
 
 A tiktoken file lists every token's bytes with its rank; tiktoken merges, at each
 step, the adjacent pair whose concatenation has the lowest rank.  The HF BPE
@@ -68,6 +68,54 @@ def read_tiktoken_ranks(data: bytes) -> dict[bytes, int]:
     return ranks
 
 
+# Mistral's control tokens (mistral-common's ``SpecialTokens``), ids 0..19 of a Tekken file
+# that carries no ``special_tokens`` list (tekken_240718 / _240911); ids 20..999 are fillers.
+TEKKEN_LEGACY_SPECIALS = (
+    "<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
+    "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[TOOL_CALLS]", "[IMG]", "<pad>", "[IMG_BREAK]",
+    "[IMG_END]", "[PREFIX]", "[MIDDLE]", "[SUFFIX]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]",
+    "[TOOL_CONTENT]",
+)  # fmt: skip
+TEKKEN_FILLER = "<SPECIAL_{i}>"
+
+
+def read_tekken(data: bytes) -> tuple[dict[bytes, int], str, list[tuple[int, str]], int]:
+    """Parse a Tekken file (Mistral's tiktoken-style JSON): (ranks, pattern, specials, offset).
+
+    The file lists ``num_vocab_tokens`` byte strings by rank; the tokenizer uses the
+    first ``default_vocab_size - default_num_special_tokens`` of them, and a token's id
+    is its rank plus the number of special tokens, which take ids 0..n-1 (the file's
+    ``special_tokens`` list when present, else the 20 legacy control tokens, then
+    ``<SPECIAL_i>`` fillers).  ``ranks`` here are the tiktoken ranks (from 0).
+    """
+    doc = json.loads(data)
+    cfg = doc["config"]
+    n_special = int(cfg["default_num_special_tokens"])
+    inner = int(cfg["default_vocab_size"]) - n_special
+    vocab = doc["vocab"]
+    if len(vocab) < inner:
+        raise ValueError(f"Tekken file lists {len(vocab)} tokens, fewer than the {inner} it uses")
+    ranks: dict[bytes, int] = {}
+    for i, entry in enumerate(vocab[:inner]):
+        if int(entry["rank"]) != i:
+            raise ValueError(f"Tekken vocabulary entry {i} has rank {entry['rank']}")
+        ranks[base64.b64decode(entry["token_bytes"], validate=True)] = i
+    if len(ranks) != inner:
+        raise ValueError("Tekken vocabulary repeats a byte string")
+    listed = doc.get("special_tokens")
+    if listed is None:
+        names = list(TEKKEN_LEGACY_SPECIALS)
+    else:
+        listed = sorted(listed, key=lambda t: int(t["rank"]))
+        if [int(t["rank"]) for t in listed] != list(range(len(listed))):
+            raise ValueError("Tekken special tokens are not ranked 0..k-1")
+        names = [str(t["token_str"]) for t in listed]
+    if len(names) > n_special:
+        raise ValueError(f"{len(names)} special tokens for {n_special} special ids")
+    names += [TEKKEN_FILLER.format(i=i) for i in range(len(names), n_special)]
+    return ranks, str(cfg["pattern"]), list(enumerate(names)), n_special
+
+
 def derive_merges(ranks: Mapping[bytes, int]) -> list[tuple[bytes, bytes]]:
     """Every split of every token into two tokens, ordered by the merged token's rank.
 
@@ -112,14 +160,24 @@ def tiktoken_to_hf(
     *,
     normalizer: str | None = None,
     ignore_merges: bool = False,
+    id_offset: int = 0,
 ) -> dict:
-    """Build the tokenizer.json document (a dict) for a byte-level BPE tokenizer."""
+    """Build the tokenizer.json document (a dict) for a byte-level BPE tokenizer.
+
+    A token's id is its rank plus ``id_offset`` (Tekken numbers its special tokens first).
+    """
     specials = list(specials)
     n = len(ranks)
     for i, s in specials:
-        if i < n:
-            raise ValueError(f"special token {s!r} id {i} collides with the BPE ranks (0..{n - 1})")
-    vocab = {to_byte_level(tok): rank for tok, rank in sorted(ranks.items(), key=lambda kv: kv[1])}
+        if id_offset <= i < id_offset + n:
+            raise ValueError(
+                f"special token {s!r} id {i} collides with the BPE ids "
+                f"({id_offset}..{id_offset + n - 1})"
+            )
+    vocab = {
+        to_byte_level(tok): rank + id_offset
+        for tok, rank in sorted(ranks.items(), key=lambda kv: kv[1])
+    }
     # The reference re-numbers added tokens that are absent from the model
     # vocabulary to follow it densely; tiktoken's special ids can leave gaps
     # (cl100k: 100256 unused).  Listing the specials in the model vocabulary

@@ -14,7 +14,7 @@ import tokenizers
 from . import artifacts
 from .convert import CHAR_TO_BYTE
 from .errors import TokenizerFileChangedError, TokenizerFileError, UnknownTokenizerError
-from .families import detect_family
+from .families import classify
 from .families.classes import ClassTable, load_or_probe, probe_key
 from .textcheck import check_text
 
@@ -92,10 +92,12 @@ class Tokenizer:
         self._model_type = (doc.get("model") or {}).get("type", "")
         self._vocab_size = hf.get_vocab_size(with_added_tokens=True)
         self.added_tokens = reference_added_tokens(hf)
-        family = detect_family(doc)
+        family, why = classify(doc)
         if any(t.lstrip or t.rstrip or t.single_word for t in self.added_tokens):
-            family = "unsupported"  # matching we do not model, whatever the file says
+            # matching we do not model, whatever the file says
+            family, why = "unsupported", "added tokens with lstrip/rstrip/single_word"
         self.family = family
+        self.unsupported_reason = why  # "" unless the family is "unsupported"
         self._probe_key = probe_key(doc, family)
         self._classes_lock = threading.Lock()
 

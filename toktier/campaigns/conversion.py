@@ -1,4 +1,4 @@
-"""Certify each tiktoken -> tokenizer.json conversion against ``tiktoken.Encoding``.
+"""Certify each tiktoken (or Tekken) -> tokenizer.json conversion against ``tiktoken.Encoding``.
 
 Both sides are built from the same pinned ranks file, pattern and special
 tokens; they must emit identical IDs on real mixed text.  NFC families are
@@ -19,23 +19,38 @@ from .. import artifacts, convert
 from ..registry import load
 from .corpus import mixed_documents
 
+CONVERTED_KINDS = ("tiktoken", "tekken")
+
 
 def converted_names() -> list[str]:
     return [
-        n for n in artifacts.registry_names() if artifacts.entry(n)["recipe"]["kind"] == "tiktoken"
-    ]
+        n for n in artifacts.registry_names()
+        if artifacts.entry(n)["recipe"]["kind"] in CONVERTED_KINDS
+    ]  # fmt: skip
 
 
 def tiktoken_encoding(name: str):
-    """The tiktoken.Encoding built from the same ranks, pattern and specials as the registry entry."""
+    """The tiktoken.Encoding built from the same ranks, pattern and specials as the registry entry.
+
+    For a Tekken file the ranks are shifted by its special-token count, so the
+    encoding's ids are the tokenizer's ids (mistral-common runs tiktoken on the
+    unshifted ranks and adds that offset to every id: the same ids).
+    """
     import tiktoken
 
     e = artifacts.entry(name)
-    ranks = convert.read_tiktoken_ranks(artifacts.read_member(e["source"]))
-    specials = {s: i for i, s in convert.expand_specials(e["recipe"]["specials"])}
+    data = artifacts.read_member(e["source"])
+    if e["recipe"]["kind"] == "tekken":
+        ranks, pattern, specials, offset = convert.read_tekken(data)
+        ranks = {b: r + offset for b, r in ranks.items()}
+        specials = {s: i for i, s in specials}
+    else:
+        ranks = convert.read_tiktoken_ranks(data)
+        pattern = e["recipe"]["pattern"]
+        specials = {s: i for i, s in convert.expand_specials(e["recipe"]["specials"])}
     return tiktoken.Encoding(
         f"toktier-{name}",
-        pat_str=e["recipe"]["pattern"],
+        pat_str=pattern,
         mergeable_ranks=ranks,
         special_tokens=specials,
     )

@@ -32,13 +32,13 @@ def _normalizer_kind(norm: dict | None) -> str | bool | None:
     return False
 
 
-def _byte_level_family(doc: dict) -> str:
+def _byte_level_family(doc: dict) -> tuple[str, str]:
     pre = doc.get("pre_tokenizer") or {}
     if pre.get("type") != "Sequence":
-        return "unsupported"
+        return "unsupported", f"pre-tokenizer {pre.get('type')!r} is not a Split + ByteLevel sequence"
     stages = pre.get("pretokenizers", [])
     if not stages:
-        return "unsupported"
+        return "unsupported", "empty pre-tokenizer sequence"
     *splits, last = stages
     # trim_offsets only changes reported offsets, not IDs; prefix space or a
     # second regex would change the pieces.
@@ -47,19 +47,22 @@ def _byte_level_family(doc: dict) -> str:
         and last.get("add_prefix_space") is False
         and last.get("use_regex") is False
     ):
-        return "unsupported"
+        return "unsupported", "the last pre-tokenizer is not a plain ByteLevel stage"
     pats = []
     for s in splits:
         if s.get("type") != "Split" or s.get("behavior") != "Isolated" or s.get("invert"):
-            return "unsupported"
+            return "unsupported", f"pre-tokenizer stage {s.get('type')!r} is not an isolating Split"
         pat = s.get("pattern", {})
         if "Regex" not in pat:
-            return "unsupported"
+            return "unsupported", "a Split stage without a regex"
         pats.append(pat["Regex"])
     norm = _normalizer_kind(doc.get("normalizer"))
     if norm is False:
-        return "unsupported"
-    return _BYTE_LEVEL_SHAPES.get((tuple(pats), norm), "unsupported")
+        return "unsupported", "a normalizer other than NFC"
+    family = _BYTE_LEVEL_SHAPES.get((tuple(pats), norm))
+    if family is None:
+        return "unsupported", "split pattern without engine rules or a repair certificate"
+    return family, ""
 
 
 def _added_tokens_plain(doc: dict) -> bool:
@@ -70,12 +73,12 @@ def _added_tokens_plain(doc: dict) -> bool:
     )
 
 
-def detect_family(doc: dict) -> str:
-    """Classify a tokenizer.json document into one of FAMILIES."""
+def classify(doc: dict) -> tuple[str, str]:
+    """(family, why): one of FAMILIES, and for "unsupported" the reason (else "")."""
     if doc.get("truncation") is not None or doc.get("padding") is not None:
-        return "unsupported"  # the reference output depends on a length limit
+        return "unsupported", "truncation or padding: the output depends on a length limit"
     if not _added_tokens_plain(doc):
-        return "unsupported"
+        return "unsupported", "added tokens with lstrip/rstrip/single_word"
     model = doc.get("model") or {}
     mtype = model.get("type")
     if mtype == "WordPiece":
@@ -87,15 +90,18 @@ def detect_family(doc: dict) -> str:
             and pre.get("type") == "BertPreTokenizer"
             and model.get("continuing_subword_prefix") == "##"
         ):
-            return "wordpiece"
-        return "unsupported"
+            return "wordpiece", ""
+        return "unsupported", "WordPiece without the lowercasing BERT normalizer and pre-tokenizer"
     if mtype == "BPE":
-        if (
-            model.get("dropout") not in (None, 0.0)
-            or model.get("continuing_subword_prefix")
-            or model.get("end_of_word_suffix")
-            or model.get("byte_fallback")
-        ):
-            return "unsupported"
+        for key in ("continuing_subword_prefix", "end_of_word_suffix", "byte_fallback"):
+            if model.get(key):
+                return "unsupported", f"BPE with {key}"
+        if model.get("dropout") not in (None, 0.0):
+            return "unsupported", "BPE dropout (not deterministic)"
         return _byte_level_family(doc)
-    return "unsupported"
+    return "unsupported", f"model type {mtype!r}"
+
+
+def detect_family(doc: dict) -> str:
+    """Classify a tokenizer.json document into one of FAMILIES."""
+    return classify(doc)[0]
