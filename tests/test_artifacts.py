@@ -30,7 +30,7 @@ def test_every_registry_tokenizer_loads_and_matches_its_pin(name):
     assert tok.name == name
     assert tok.sha256 == artifacts.entry(name)["tokenizer_sha256"]
     assert artifacts.sha256_file(tok.path) == tok.sha256
-    assert tok.family == REGISTRY_FAMILIES[name]
+    assert tok.family == REGISTRY_FAMILIES[name] == artifacts.entry(name)["family"]
 
 
 def test_corrupt_artifact_is_refused(tmp_path, monkeypatch):

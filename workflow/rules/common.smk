@@ -26,7 +26,14 @@ PY = "python" if USE_CONDA else sys.executable
 DATA_HOME = str(ROOT / "data" / "build")
 MIRROR = str((ROOT / config["data"]["mirror"]).resolve()) if config["data"].get("mirror") else ""
 TOKENIZERS = config["tokenizers"]
-CONVERTED = [n for n in TOKENIZERS if n in ("qwen3", "qwen3.6", "gpt-oss", "cl100k")]
+# What applies to each tokenizer, from the manifest (its family is checked against
+# detection by the tests): conversion campaigns for converted files, engine campaigns
+# for byte-level families, repair campaigns for every family with a certificate.
+_MANIFEST = json.loads((ROOT / "toktier" / "manifest.json").read_text(encoding="utf-8"))["tokenizers"]
+_ENGINE_FAMILIES = ("cl100k", "qwen", "qwen-lm", "o200k", "deepseek")
+CONVERTED = [n for n in TOKENIZERS if _MANIFEST[n]["recipe"]["kind"] in ("tiktoken", "tekken")]
+ENGINE_TOKENIZERS = [n for n in TOKENIZERS if _MANIFEST[n]["family"] in _ENGINE_FAMILIES]
+REPAIRABLE = [n for n in TOKENIZERS if _MANIFEST[n]["family"] != "unsupported"]
 
 
 def tokenizer_json(name):

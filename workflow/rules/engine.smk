@@ -1,4 +1,4 @@
-BYTE_BPE = [n for n in TOKENIZERS if n != "bert-uncased"]
+BYTE_BPE = ENGINE_TOKENIZERS
 
 
 rule certify_engine:

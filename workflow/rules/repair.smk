@@ -68,7 +68,7 @@ rule notebook_repair_behavior:
     threads: workflow.cores
     input:
         notebook="build/notebooks/04-repair-behavior.ipynb",
-        runs=expand(f"{RESULTS}/runs/repair/{{name}}.json", name=TOKENIZERS),
+        runs=expand(f"{RESULTS}/runs/repair/{{name}}.json", name=REPAIRABLE),
         trajectories=TRAJECTORIES,
         tokenizer=tokenizer_json(config["latency"]["tokenizer"]),
     output:
