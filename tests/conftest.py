@@ -23,7 +23,7 @@ REGISTRY_FAMILIES = {
     "qwen3.6": "qwen-lm",
     "gpt-oss": "o200k",
     "cl100k": "cl100k",
-    "tekken": "unsupported",  # its split pattern has no engine rules yet (issue #16)
+    "tekken": "tekken",
 }
 
 

@@ -43,8 +43,12 @@ def test_errors_are_reported_not_raised(tmp_path, capsys):
     assert "not valid UTF-8 (byte offset 3)" in capsys.readouterr().err
 
 
-def test_tokenizers_table_says_why_a_tokenizer_stays_on_the_reference(capsys):
-    assert main(["tokenizers", "tekken", "bert-uncased", "llama3"]) == 0
+def test_tokenizers_table_says_why_a_tokenizer_stays_on_the_reference(capsys, tmp_path):
+    doc = toktier.load("llama3").document()
+    doc["model"]["byte_fallback"] = True
+    odd = tmp_path / "tokenizer.json"
+    odd.write_text(json.dumps(doc))
+    assert main(["tokenizers", str(odd), "bert-uncased", "tekken"]) == 0
     out = capsys.readouterr().out
-    assert "reference only: split pattern without engine rules" in out  # tekken (issue #16)
-    assert "no compiled WordPiece engine" in out and "engine + repair" in out
+    assert "reference only: BPE with byte_fallback" in out
+    assert "no compiled WordPiece engine" in out and "engine + repair" in out  # tekken

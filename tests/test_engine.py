@@ -16,7 +16,7 @@ from toktier.engine.cpu import CpuEngine, engine_for
 from toktier.engine.tables import EngineUnsupported, bytes_hash
 from toktier.errors import InvalidTextError
 
-BYTE_BPE = ["llama3", "deepseek-v4", "qwen3", "qwen3.6", "gpt-oss", "cl100k"]
+BYTE_BPE = ["llama3", "deepseek-v4", "qwen3", "qwen3.6", "gpt-oss", "cl100k", "tekken"]
 
 
 @pytest.fixture(scope="module", params=BYTE_BPE)

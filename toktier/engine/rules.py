@@ -51,6 +51,7 @@ F_QWEN = 1  # \p{N}
 F_QWEN_LM = 2  # \p{N}, marks inside letter runs
 F_O200K = 3
 F_DEEPSEEK = 4
+F_TEKKEN = 5  # o200k without contractions, \p{N}
 
 EMPTY_KEY = -1
 CACHE_SLOTS = 65536  # short-piece cache rows on the CPU, in 2-way sets (any power of two >= 2)
@@ -210,8 +211,9 @@ def make(jit, prefetch_row=None):
 
     # --- o200k (gpt-oss) ----------------------------------------------------------------
     @jit
-    def o200k_words(cps, fl, fold, i, hi):
-        """``[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(contraction)?`` at i.
+    def o200k_words(cps, fl, fold, i, hi, contractions):
+        """``[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(contraction)?`` at i
+        (no contraction suffix for tekken: ``contractions`` False).
 
         The star is greedy; if no lowercase letter follows it, backtracking hands
         the star's last Lm/Lo/M character to the plus (the only characters both
@@ -230,39 +232,44 @@ def make(jit, prefetch_row=None):
             if k < i:
                 return -1
             j = k + 1
+        if not contractions:
+            return j
         t = contraction(cps, fold, j, hi)
         return t if t >= 0 else j
 
     @jit
-    def o200k_caps(cps, fl, fold, i, hi):
+    def o200k_caps(cps, fl, fold, i, hi, contractions):
         """``[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(contraction)?`` at i."""
         e = run_with(fl, i, hi, B_LU | B_LT | B_LM | B_LO | B_M)
         if e == i:
             return -1
         j = run_with(fl, e, hi, B_LL | B_LM | B_LO | B_M)
+        if not contractions:
+            return j
         t = contraction(cps, fold, j, hi)
         return t if t >= 0 else j
 
     @jit
-    def o200k_next(cps, fl, fold, i, hi):
+    def o200k_next(cps, fl, fold, i, hi, contractions, dmax):
+        """o200k (contractions, digit groups of dmax = 3) or tekken (neither, dmax = 1)."""
         c = cps[i]
         f = fl[i]
         lead = not is_crlf(c) and (f & (B_L | B_N)) == 0  # may be the optional leading char
         if lead:
-            e = o200k_words(cps, fl, fold, i + 1, hi)
+            e = o200k_words(cps, fl, fold, i + 1, hi, contractions)
             if e >= 0:
                 return e
-        e = o200k_words(cps, fl, fold, i, hi)
+        e = o200k_words(cps, fl, fold, i, hi, contractions)
         if e >= 0:
             return e
         if lead:
-            e = o200k_caps(cps, fl, fold, i + 1, hi)
+            e = o200k_caps(cps, fl, fold, i + 1, hi, contractions)
             if e >= 0:
                 return e
-        e = o200k_caps(cps, fl, fold, i, hi)
+        e = o200k_caps(cps, fl, fold, i, hi, contractions)
         if e >= 0:
             return e
-        return shared_tail(cps, fl, i, hi, 3, B_WS | B_L | B_N, True)
+        return shared_tail(cps, fl, i, hi, dmax, B_WS | B_L | B_N, True)
 
     # --- deepseek stage 3 -----------------------------------------------------------------
     @jit
@@ -355,7 +362,9 @@ def make(jit, prefetch_row=None):
         i = lo
         while i < hi:
             if family == F_O200K:
-                e = o200k_next(cps, fl, fold, i, hi)
+                e = o200k_next(cps, fl, fold, i, hi, True, 3)
+            elif family == F_TEKKEN:
+                e = o200k_next(cps, fl, fold, i, hi, False, 1)
             elif family == F_CL100K:
                 e = cl_next(cps, fl, fold, i, hi, 3, False)
             elif family == F_QWEN:

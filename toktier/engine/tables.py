@@ -25,6 +25,7 @@ ENGINE_FAMILIES = {
     "qwen": rules.F_QWEN,
     "qwen-lm": rules.F_QWEN_LM,
     "o200k": rules.F_O200K,
+    "tekken": rules.F_TEKKEN,
     "deepseek": rules.F_DEEPSEEK,
 }
 FOLD_LETTERS = "stmdrevl"  # the letters of the contraction alternatives

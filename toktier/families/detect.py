@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from . import patterns
 
-FAMILIES = ("cl100k", "qwen", "qwen-lm", "o200k", "deepseek", "wordpiece", "unsupported")
-BYTE_LEVEL_FAMILIES = ("cl100k", "qwen", "qwen-lm", "o200k", "deepseek")
+FAMILIES = ("cl100k", "qwen", "qwen-lm", "o200k", "tekken", "deepseek", "wordpiece", "unsupported")
+BYTE_LEVEL_FAMILIES = ("cl100k", "qwen", "qwen-lm", "o200k", "tekken", "deepseek")
 
 # (split patterns in order, normalizer) -> family
 _BYTE_LEVEL_SHAPES = {
@@ -13,6 +13,7 @@ _BYTE_LEVEL_SHAPES = {
     ((patterns.QWEN,), "NFC"): "qwen",
     ((patterns.QWEN_LM,), "NFC"): "qwen-lm",
     ((patterns.O200K,), None): "o200k",
+    ((patterns.TEKKEN,), None): "tekken",
     (patterns.DEEPSEEK, None): "deepseek",
 }
 

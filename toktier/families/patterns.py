@@ -33,6 +33,19 @@ O200K = "|".join(
         r"\s+",
     ]
 )
+# tekken (Mistral NeMo, Pixtral, Small 3): o200k's shape without the contraction suffix,
+# and every digit its own piece.
+TEKKEN = "|".join(
+    [
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+",
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*",
+        r"\p{N}",
+        r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
+        r"\s*[\r\n]+",
+        r"\s+(?!\S)",
+        r"\s+",
+    ]
+)
 # deepseek: three Split stages in sequence.
 DEEPSEEK = (
     r"\p{N}{1,3}",

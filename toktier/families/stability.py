@@ -27,6 +27,8 @@ Derivations (byte-level families; "O" = not letter/number/whitespace):
   letters); the contraction suffix attaches ``'s`` etc. to the word (L→'
   unstable); CamelCase: a lowercase letter (Ll) followed by an uppercase one
   (Lu, Lt) always ends the word; the O run also absorbs ``/`` (an O→O pair).
+- tekken: o200k without the contraction suffix (so a letter run ends where its class
+  ends, before an apostrophe too: L→' stable) and with single digits (N→N stable).
 - In every byte-level family a CR/LF ends its whitespace piece (``\\s*[\r\n]+``,
   or the O run's ``[\r\n]*``), and no non-space piece takes a leading CR/LF,
   so CRLF→(non-whitespace) is stable -- except in o200k, whose O run also
@@ -107,6 +109,9 @@ O200K_PAIRS = (
     | {("LOWER", "UPPER")}
 )
 
+# --- tekken: o200k's classes; no contraction suffix, single digits -----------------------
+TEKKEN_PAIRS = O200K_PAIRS | {(a, "APOS") for a in _LETTERISH} | {("N", "N")}
+
 # --- deepseek -------------------------------------------------------------------------
 DS_NAMES = ("N", "CJK", "LA", "L", "PA", "PS", "CRLF", "WS", "X")
 _DS_ALL = DS_NAMES
@@ -139,6 +144,8 @@ def rules(family: str) -> FamilyRules | None:
         )
     if family == "o200k":
         return FamilyRules(family, O200K_NAMES, _matrix(O200K_NAMES, O200K_PAIRS), False)
+    if family == "tekken":
+        return FamilyRules(family, O200K_NAMES, _matrix(O200K_NAMES, TEKKEN_PAIRS), False)
     if family == "deepseek":
         return FamilyRules(family, DS_NAMES, _matrix(DS_NAMES, DS_PAIRS), False)
     if family == "wordpiece":
@@ -178,7 +185,7 @@ def class_map(family: str, table: ClassTable, normalizer=None) -> np.ndarray:
             (apos, "APOS"),
         ):
             out[mask] = names.index(name)
-    elif family == "o200k":
+    elif family in ("o200k", "tekken"):
         lower = (bits & _B["Ll"]) > 0
         upper = (bits & (_B["Lu"] | _B["Lt"])) > 0
         lother = (bits & (_B["Lm"] | _B["Lo"])) > 0
