@@ -13,18 +13,19 @@
 # %% [markdown]
 # # 01 · The tokenizer registry
 #
-# The eight pinned tokenizers, each built offline from a PyPI wheel and verified by
+# The ten pinned tokenizers, each built offline from a PyPI wheel and verified by
 # sha256 (`toktier/manifest.json`). The family is detected from each tokenizer.json's
 # structure, not from its name; the longest-token facts are probed from the vocabulary;
 # `route` says how the tier serves it (a family without engine rules or a repair
 # certificate, such as Mistral's Tekken today, is served by the reference, exactly).
-# The conversion certification compares our tiktoken / Tekken → tokenizer.json
+# The conversion certification compares our conversions with each original's own
+# encoder — SentencePiece's for the two SentencePiece models — and our tiktoken / Tekken → tokenizer.json
 # conversions with `tiktoken.Encoding` built from the same ranks, pattern and special
 # tokens (for Tekken: ranks shifted by its 1,000 special ids, which is what
 # mistral-common's encoder returns).
 
 # %% tags=["parameters"]
-names = "llama3,deepseek-v4,bert-uncased,qwen3,qwen3.6,gpt-oss,cl100k,tekken"
+names = "llama3,deepseek-v4,bert-uncased,qwen3,qwen3.6,gpt-oss,cl100k,tekken,mistral-sp-v1,mistral-sp-v3"
 results_dir = "results"
 
 # %%

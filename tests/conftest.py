@@ -24,6 +24,8 @@ REGISTRY_FAMILIES = {
     "gpt-oss": "o200k",
     "cl100k": "cl100k",
     "tekken": "tekken",
+    "mistral-sp-v1": "unsupported",  # SentencePiece BPE with byte fallback: reference (#16)
+    "mistral-sp-v3": "unsupported",
 }
 
 

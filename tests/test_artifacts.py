@@ -21,7 +21,7 @@ def test_manifest_pins_every_registry_entry():
         for key in ("package", "version", "wheel", "wheel_sha256", "member", "member_sha256"):
             assert src.get(key), f"{name}: source.{key} missing"
         assert len(e["tokenizer_sha256"]) == 64, name
-        assert e["recipe"]["kind"] in ("copy", "tiktoken", "tekken")
+        assert e["recipe"]["kind"] in ("copy", "tiktoken", "tekken", "sentencepiece")
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY_FAMILIES))

@@ -135,6 +135,8 @@ def produce(recipe: dict, data: bytes) -> bytes:
             ignore_merges=bool(recipe.get("ignore_merges", False)),
         )
         return convert.dump_canonical(doc)
+    if kind == "sentencepiece":
+        return convert.dump_canonical(convert.sentencepiece_to_hf(convert.read_sentencepiece(data)))
     if kind == "tekken":
         ranks, pattern, specials, offset = convert.read_tekken(data)
         doc = convert.tiktoken_to_hf(ranks, pattern, specials, id_offset=offset)

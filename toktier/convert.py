@@ -1,4 +1,5 @@
-"""tiktoken rank files (and Mistral's Tekken JSON) -> Hugging Face tokenizer.json (our own conversion).
+"""tiktoken rank files, Mistral's Tekken JSON and SentencePiece BPE models -> Hugging Face
+tokenizer.json (our own conversion).
 
 A tiktoken file lists every token's bytes with its rank; tiktoken merges, at each
 step, the adjacent pair whose concatenation has the lowest rank.  The HF BPE
@@ -16,6 +17,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import struct
 from collections.abc import Iterable, Mapping
 
 
@@ -252,3 +254,141 @@ def tiktoken_to_hf(
 def dump_canonical(doc: dict) -> bytes:
     """Deterministic bytes for a tokenizer.json document (its sha256 is the pin)."""
     return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+# --- SentencePiece ----------------------------------------------------------------------
+SP_NORMAL, SP_UNKNOWN, SP_CONTROL, SP_USER_DEFINED, SP_UNUSED, SP_BYTE = 1, 2, 3, 4, 5, 6
+SP_BPE = 2  # TrainerSpec.model_type
+METASPACE = "\u2581"  # "▁", SentencePiece's visible space
+
+
+def _varint(b: bytes, i: int) -> tuple[int, int]:
+    x = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        x |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            return x, i
+
+
+def _proto_fields(b: bytes):
+    """(field number, wire type, value) of a protobuf message: the wire format, no schema."""
+    i = 0
+    while i < len(b):
+        key, i = _varint(b, i)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            value, i = _varint(b, i)
+        elif wire == 1:
+            value, i = b[i : i + 8], i + 8
+        elif wire == 5:
+            value, i = b[i : i + 4], i + 4
+        elif wire == 2:
+            n, i = _varint(b, i)
+            value, i = b[i : i + n], i + n
+        else:
+            raise ValueError(f"unsupported protobuf wire type {wire}")
+        yield field, wire, value
+
+
+def read_sentencepiece(data: bytes) -> dict:
+    """The parts of a SentencePiece ``ModelProto`` the conversion needs (field numbers of
+    sentencepiece_model.proto): pieces (text, score, type), the trainer's model type and
+    byte fallback, and the normalizer (name, dummy prefix, whitespace handling)."""
+    pieces, trainer, norm = [], {}, {}
+    for field, wire, value in _proto_fields(data):
+        if field == 1 and wire == 2:
+            p = {f: v for f, _, v in _proto_fields(value)}
+            score = struct.unpack("<f", p[2])[0] if 2 in p else 0.0
+            pieces.append((p.get(1, b"").decode("utf-8"), score, int(p.get(3, SP_NORMAL))))
+        elif field == 2 and wire == 2:
+            trainer = {f: v for f, _, v in _proto_fields(value)}
+        elif field == 3 and wire == 2:
+            norm = {f: v for f, _, v in _proto_fields(value)}
+    return {
+        "pieces": pieces,
+        "model_type": int(trainer.get(3, 1)),
+        "byte_fallback": bool(trainer.get(35, 0)),
+        "normalizer": norm.get(1, b"nmt_nfkc").decode(),
+        "add_dummy_prefix": bool(norm.get(3, 1)),
+        "remove_extra_whitespaces": bool(norm.get(4, 1)),
+        "escape_whitespaces": bool(norm.get(5, 1)),
+    }
+
+
+def sentencepiece_to_hf(model: dict) -> dict:
+    """Build the tokenizer.json document of a SentencePiece BPE model.
+
+    SentencePiece's BPE merges, at each step, the adjacent pair whose concatenation is
+    the highest-scoring piece: the tiktoken rule with rank = order by score, so the merges
+    are every split of every normal piece into two normal pieces, by the merged piece's
+    score (``derive_merges``).  Spaces become "▁" and one "▁" is prepended (the
+    normalizer), characters outside the vocabulary fall back to ``<0xXX>`` byte tokens
+    (``byte_fallback``), unknown and control pieces are special added tokens, user-defined
+    pieces plain added tokens.  Only the configuration the Mistral models use is
+    converted (identity normalizer, dummy prefix, whitespace kept); anything else raises.
+    """
+    if model["model_type"] != SP_BPE:
+        raise ValueError(f"SentencePiece model type {model['model_type']} is not BPE")
+    if model["normalizer"] != "identity" or model["remove_extra_whitespaces"]:
+        raise ValueError(
+            f"SentencePiece normalizer {model['normalizer']!r} "
+            f"(remove_extra_whitespaces={model['remove_extra_whitespaces']}) is not converted"
+        )
+    if not (model["add_dummy_prefix"] and model["escape_whitespaces"]):
+        raise ValueError("only models with a dummy prefix and escaped whitespace are converted")
+    pieces = model["pieces"]
+    vocab = {p: i for i, (p, _, _) in enumerate(pieces)}
+    if len(vocab) != len(pieces):
+        raise ValueError("SentencePiece model repeats a piece")
+    normal = [i for i, (_, _, t) in enumerate(pieces) if t == SP_NORMAL]
+    order = sorted(normal, key=lambda i: (-pieces[i][1], i))  # highest score merges first
+    ranks = {pieces[i][0].encode("utf-8"): r for r, i in enumerate(order)}
+    merges = [[a.decode("utf-8"), b.decode("utf-8")] for a, b in derive_merges(ranks)]
+    unk = next((p for p, _, t in pieces if t == SP_UNKNOWN), None)
+    added = [
+        {
+            "id": i, "content": p, "single_word": False, "lstrip": False, "rstrip": False,
+            "normalized": False, "special": t != SP_USER_DEFINED,
+        }
+        for i, (p, _, t) in enumerate(pieces)
+        if t in (SP_UNKNOWN, SP_CONTROL, SP_USER_DEFINED)
+    ]  # fmt: skip
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": added,
+        "normalizer": {
+            "type": "Sequence",
+            "normalizers": [
+                {"type": "Prepend", "prepend": METASPACE},
+                {"type": "Replace", "pattern": {"String": " "}, "content": METASPACE},
+            ],
+        },
+        "pre_tokenizer": None,
+        "post_processor": None,
+        "decoder": {
+            "type": "Sequence",
+            "decoders": [
+                {"type": "Replace", "pattern": {"String": METASPACE}, "content": " "},
+                {"type": "ByteFallback"},
+                {"type": "Fuse"},
+                {"type": "Strip", "content": " ", "start": 1, "stop": 0},
+            ],
+        },
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": unk,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": True,
+            "byte_fallback": bool(model["byte_fallback"]),
+            "ignore_merges": False,
+            "vocab": vocab,
+            "merges": merges,
+        },
+    }

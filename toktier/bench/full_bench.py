@@ -93,9 +93,10 @@ def methods(tok, *, lopt_workers: int | None = None, lopt: bool = True) -> dict:
         f = fastokens.Tokenizer.from_file(tok.checked_path())
         out["fastokens"] = lambda t: lambda: f.encode(t, add_special_tokens=False).ids
     with contextlib.suppress(Exception):
-        from ..campaigns.conversion import converted_names, tiktoken_encoding
+        from .. import artifacts
+        from ..campaigns.conversion import tiktoken_encoding
 
-        if tok.name in converted_names():
+        if artifacts.entry(tok.name)["recipe"]["kind"] in ("tiktoken", "tekken"):
             enc = tiktoken_encoding(tok.name)
             out["tiktoken"] = lambda t: lambda: enc.encode(t, allowed_special="all")
     hf = tok.hf

@@ -31,7 +31,7 @@ TOKENIZERS = config["tokenizers"]
 # for byte-level families, repair campaigns for every family with a certificate.
 _MANIFEST = json.loads((ROOT / "toktier" / "manifest.json").read_text(encoding="utf-8"))["tokenizers"]
 _ENGINE_FAMILIES = ("cl100k", "qwen", "qwen-lm", "o200k", "tekken", "deepseek")
-CONVERTED = [n for n in TOKENIZERS if _MANIFEST[n]["recipe"]["kind"] in ("tiktoken", "tekken")]
+CONVERTED = [n for n in TOKENIZERS if _MANIFEST[n]["recipe"]["kind"] in ("tiktoken", "tekken", "sentencepiece")]
 ENGINE_TOKENIZERS = [n for n in TOKENIZERS if _MANIFEST[n]["family"] in _ENGINE_FAMILIES]
 REPAIRABLE = [n for n in TOKENIZERS if _MANIFEST[n]["family"] != "unsupported"]
 
