@@ -27,6 +27,8 @@ REGISTRY_FAMILIES = {
     "mistral-sp-v1": "unsupported",  # SentencePiece BPE with byte fallback: reference (#16)
     "mistral-sp-v3": "unsupported",
 }
+# tokenizers with a repair certificate (the rest are always encoded in full, by the reference)
+REPAIRABLE = [n for n, f in REGISTRY_FAMILIES.items() if f != "unsupported"]
 
 
 @pytest.fixture(scope="session")

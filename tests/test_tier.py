@@ -8,7 +8,10 @@ import pytest
 import toktier
 from toktier import SessionTokenizerMismatchError, Tier, UnknownSessionError
 from toktier.errors import InvalidTextError
+from toktier.families import BYTE_LEVEL_FAMILIES
 from toktier.tier import common_prefix, common_suffix
+
+from .conftest import REPAIRABLE
 
 PROSE = "The quick brown fox jumps over the lazy dog; it's 2026 and the pipeline runs. " * 40
 
@@ -29,7 +32,7 @@ def _check(tier, session, text, result):
     )
 
 
-@pytest.mark.parametrize("name", toktier.known())
+@pytest.mark.parametrize("name", REPAIRABLE)
 def test_append_and_encode_paths(name):
     tier = Tier(name)
     r = tier.encode(PROSE, session="s")
@@ -83,9 +86,22 @@ def test_mid_context_edits(name):
 @pytest.mark.parametrize("name", toktier.known())
 def test_default_engine_is_the_certified_one_where_it_applies(name):
     tier = Tier(name)
-    expected = "reference" if tier.tokenizer.family == "wordpiece" else "numba-cpu"
+    expected = "numba-cpu" if tier.tokenizer.family in BYTE_LEVEL_FAMILIES else "reference"
     assert tier.engine.name == expected
     assert tier.encode(PROSE).path == ("reference" if expected == "reference" else "cpu")
+
+
+@pytest.mark.parametrize("name", ["mistral-sp-v1", "mistral-sp-v3"])
+def test_sentencepiece_tokenizers_are_served_exactly_in_full(name):
+    """No repair certificate for SentencePiece BPE yet (#16): every request is a full
+    reference encode, and exact."""
+    tier = Tier(name, verify_rate=0)
+    tok = tier.tokenizer
+    r = tier.encode(PROSE, session="s")
+    assert r.path == "reference" and r.ids.tolist() == tok.reference(PROSE)
+    r = tier.append("s", " and more ⁇ 😀")
+    assert r.path == "reference" and "never repaired" in r.reason
+    assert r.ids.tolist() == tok.reference(PROSE + " and more ⁇ 😀")
 
 
 def test_stateless_and_unsupported():
