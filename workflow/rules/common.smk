@@ -6,6 +6,8 @@ from pathlib import Path
 from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import min_version, validate
 
+from toktier.families.detect import BYTE_LEVEL_FAMILIES  # the families with engine rules
+
 min_version("9.0")
 
 
@@ -30,9 +32,8 @@ TOKENIZERS = config["tokenizers"]
 # detection by the tests): conversion campaigns for converted files, engine campaigns
 # for byte-level families, repair campaigns for every family with a certificate.
 _MANIFEST = json.loads((ROOT / "toktier" / "manifest.json").read_text(encoding="utf-8"))["tokenizers"]
-_ENGINE_FAMILIES = ("cl100k", "qwen", "qwen-lm", "o200k", "tekken", "deepseek")
 CONVERTED = [n for n in TOKENIZERS if _MANIFEST[n]["recipe"]["kind"] in ("tiktoken", "tekken", "sentencepiece")]
-ENGINE_TOKENIZERS = [n for n in TOKENIZERS if _MANIFEST[n]["family"] in _ENGINE_FAMILIES]
+ENGINE_TOKENIZERS = [n for n in TOKENIZERS if _MANIFEST[n]["family"] in BYTE_LEVEL_FAMILIES]
 REPAIRABLE = [n for n in TOKENIZERS if _MANIFEST[n]["family"] != "unsupported"]
 
 
