@@ -24,8 +24,8 @@ REGISTRY_FAMILIES = {
     "gpt-oss": "o200k",
     "cl100k": "cl100k",
     "tekken": "tekken",
-    "mistral-sp-v1": "unsupported",  # SentencePiece BPE with byte fallback: reference (#16)
-    "mistral-sp-v3": "unsupported",
+    "mistral-sp-v1": "sentencepiece",  # reference engine, repaired (certificate from the vocabulary)
+    "mistral-sp-v3": "sentencepiece",
 }
 # tokenizers with a repair certificate (the rest are always encoded in full, by the reference)
 REPAIRABLE = [n for n, f in REGISTRY_FAMILIES.items() if f != "unsupported"]

@@ -1,5 +1,6 @@
 """Tier behaviour: paths, reasons, bad input, state safety, thread safety."""
 
+import json
 import threading
 
 import numpy as np
@@ -92,16 +93,46 @@ def test_default_engine_is_the_certified_one_where_it_applies(name):
 
 
 @pytest.mark.parametrize("name", ["mistral-sp-v1", "mistral-sp-v3"])
-def test_sentencepiece_tokenizers_are_served_exactly_in_full(name):
-    """No repair certificate for SentencePiece BPE yet (#16): every request is a full
-    reference encode, and exact."""
-    tier = Tier(name, verify_rate=0)
+@pytest.mark.parametrize("impl", ["compiled", "python"])
+def test_sentencepiece_tokenizers_are_repaired_exactly(name, impl):
+    """SentencePiece BPE: reference windows, the vocabulary's word-start certificate.
+
+    The appends include what makes SentencePiece different: "▁" typed by the user (the
+    same as a space after normalization), runs of spaces ("▁▁" tokens), byte fallback
+    (an emoji, a private-use character), and, in v3, a control literal followed by a
+    space: the segment after it gets its own prepended "▁", whose record shares its start
+    with the space's token (two records at one start, different ends).
+    """
+    tier = Tier(name, verify_rate=0, repair_impl=impl)
     tok = tier.tokenizer
-    r = tier.encode(PROSE, session="s")
-    assert r.path == "reference" and r.ids.tolist() == tok.reference(PROSE)
-    r = tier.append("s", " and more ⁇ 😀")
-    assert r.path == "reference" and "never repaired" in r.reason
-    assert r.ids.tolist() == tok.reference(PROSE + " and more ⁇ 😀")
+    text = PROSE
+    r = tier.encode(text, session="s")
+    assert r.path == "reference" and r.ids.tolist() == tok.reference(text)
+    for delta in (" and more", "▁x ▁", "   spaces", " 😀\ue000 ok", " [INST] hi", "Привет мир ",
+                  "[/INST]", " tail"):  # fmt: skip
+        text += delta
+        r = tier.append("s", delta)
+        assert r.path == "repair", r.reason
+        assert r.ids.tolist() == tok.reference(text), delta
+    assert tier.stats()["fallbacks"] == 0
+    # an edit in the middle: the full-text API finds the change and repairs around it
+    edited = text[:500] + " inserted ▁words " + text[500:]
+    r = tier.encode(edited, session="s")
+    assert r.path == "repair" and r.ids.tolist() == tok.reference(edited)
+
+
+def test_sentencepiece_vocabulary_without_the_certificate_is_not_repaired():
+    """A vocabulary entry with "▁" after another character voids the word-start boundary."""
+    from toktier.families import classify
+
+    doc = json.loads(toktier.load("mistral-sp-v1").path.read_text(encoding="utf-8"))
+    assert classify(doc) == ("sentencepiece", "")
+    doc["model"]["vocab"]["ab\u2581c"] = len(doc["model"]["vocab"])
+    family, why = classify(doc)
+    assert family == "unsupported" and "ab\u2581c" in why
+    doc["normalizer"]["normalizers"].reverse()  # Replace, then Prepend: not the shape we certify
+    del doc["model"]["vocab"]["ab\u2581c"]
+    assert classify(doc)[0] == "unsupported"
 
 
 def test_stateless_and_unsupported():

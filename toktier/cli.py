@@ -40,6 +40,8 @@ def _route(tok) -> str:
         return "engine + repair"
     if tok.family == "wordpiece":
         return "reference + repair (no compiled WordPiece engine)"
+    if tok.family == "sentencepiece":
+        return "reference + repair (no compiled SentencePiece engine)"
     return f"reference only: {tok.unsupported_reason}"
 
 

@@ -7,7 +7,7 @@ changed region, ``T[ws:we]``, and joins it to the cached records:
 
 1. **Match.**  Fresh and cached records that lie wholly inside a search region
    (outside the added-literal margin of the window edge) are keyed by
-   ``(start, end, ordinal among equal spans, id)``; the longest run of
+   ``(start, end, ordinal among records with that start, id)``; the longest run of
    consecutive equal records is taken.
 2. **Accept** it only if the run has >= 2 tokens, covers more (normalized)
    characters than the longest token the vocabulary can emit (for NFC families
@@ -45,7 +45,7 @@ from .families import stability
 DEFAULT_WINDOW = 512  # repair.plan's default; Tier sizes its window per tokenizer
 WINDOW_SLACK = 160  # characters beyond the certificate's minimum (default_window)
 DEFAULT_MAX_WIDENINGS = 5
-_ORD_BITS = 6  # ordinal among records sharing one span (a character has <= 4 bytes)
+_ORD_BITS = 6  # ordinal among records sharing one start (a character has <= 4 bytes)
 
 
 def default_window(tok) -> int:
@@ -75,7 +75,7 @@ class RepairRules:
         if self.rules is None:
             raise ValueError(f"family {tok.family!r} is not repairable")
         table = tok.class_table
-        self.class_of = stability.class_map(tok.family, table, tok.hf.normalizer)
+        self.class_of = stability.class_map_for(tok)
         self.nfc_unsafe = stability.nfc_unsafe_mask(table) if self.rules.nfc else None
         self.stable = self.rules.stable
         self.margin = tok.longest_added_chars
@@ -144,12 +144,18 @@ class Attempt:
 
 
 def span_ordinals(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Index of each record among consecutive records with the same span."""
+    """Index of each record among consecutive records with the same start.
+
+    Several records share a start when a character is split into byte tokens, and
+    where a SentencePiece segment starts with a space: the prepended "▁" and the
+    space's own "▁..." token both begin at that character (spans (p, p+1), (p, q)).
+    ``ends`` stays in the signature: the match compares ends separately.
+    """
     n = len(starts)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     same = np.zeros(n, dtype=bool)
-    same[1:] = (starts[1:] == starts[:-1]) & (ends[1:] == ends[:-1])
+    same[1:] = starts[1:] == starts[:-1]
     idx = np.arange(n)
     group_start = np.where(same, 0, idx)
     np.maximum.accumulate(group_start, out=group_start)

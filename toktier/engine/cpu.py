@@ -466,7 +466,7 @@ class CpuEngine:
         self.tokenizer = tok
         self.workspace_bytes = workspace_bytes
         self.tables = EngineTables.build(tok)
-        self._class_of = stability.class_map(tok.family, tok.class_table, tok.hf.normalizer)
+        self._class_of = stability.class_map_for(tok)
         self._stable = np.ascontiguousarray(stability.cut_matrix(tok.family))
         self.threads = threads or numba.config.NUMBA_NUM_THREADS
         t = self.tables

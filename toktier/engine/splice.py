@@ -39,7 +39,7 @@ from .rules import BpeTables
 
 literal_at = cpu.RULES.literal_at
 
-ORD_BITS = 6  # ordinal among records sharing one span (repair._ORD_BITS)
+ORD_BITS = 6  # ordinal among records sharing one start (repair._ORD_BITS)
 
 # plan result slots (int64[RES_SIZE])
 R_STATUS = 0  # 0 ok, else one of the failures below
@@ -180,11 +180,11 @@ def in_region(starts, ends, n, lo, hi):
 
 @_jit
 def ordinals(s, e, i0, i1, shift, out):
-    """Ordinal of each record among consecutive ones with the same span; returns the max."""
+    """Ordinal of each record among consecutive ones with the same start; returns the max."""
     top = 0
     for i in range(i0, i1):
         k = i - i0
-        if i > i0 and s[i] == s[i - 1] and e[i] == e[i - 1]:
+        if i > i0 and s[i] == s[i - 1]:
             out[k] = out[k - 1] + 1
             top = max(top, out[k])
         else:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from . import patterns
 
-FAMILIES = ("cl100k", "qwen", "qwen-lm", "o200k", "tekken", "deepseek", "wordpiece", "unsupported")
+FAMILIES = (
+    "cl100k", "qwen", "qwen-lm", "o200k", "tekken", "deepseek", "wordpiece", "sentencepiece",
+    "unsupported",
+)  # fmt: skip
 BYTE_LEVEL_FAMILIES = ("cl100k", "qwen", "qwen-lm", "o200k", "tekken", "deepseek")
 
 # (split patterns in order, normalizer) -> family
@@ -66,6 +69,48 @@ def _byte_level_family(doc: dict) -> tuple[str, str]:
     return family, ""
 
 
+METASPACE = "\u2581"  # SentencePiece's visible space
+
+
+def _sentencepiece_family(doc: dict) -> tuple[str, str]:
+    """SentencePiece-style BPE: spaces become "▁", one "▁" is prepended, no pre-tokenizer.
+
+    With no pre-tokenizer each segment between added tokens is one BPE word, so
+    merges could in principle run across words.  The repair certificate comes from
+    the vocabulary: if no entry holds a "▁" right after another character, no merge
+    can ever join a character to a following "▁", so every "▁" after a non-"▁" is a
+    token boundary in any context (``stability``'s derivation).  A vocabulary that
+    breaks this has no certificate.
+    """
+    model = doc["model"]
+    norm = doc.get("normalizer") or {}
+    steps = norm.get("normalizers", []) if norm.get("type") == "Sequence" else [norm]
+    expected = [
+        {"type": "Prepend", "prepend": METASPACE},
+        {"type": "Replace", "pattern": {"String": " "}, "content": METASPACE},
+    ]
+    if steps != expected or doc.get("pre_tokenizer") is not None:
+        return "unsupported", (
+            "BPE with byte fallback outside the SentencePiece shape we certify "
+            "(normalizer Prepend('▁') + Replace(' ', '▁'), no pre-tokenizer)"
+        )
+    if model.get("ignore_merges"):
+        return "unsupported", "SentencePiece BPE with ignore_merges"
+    vocab = model.get("vocab") or {}
+    if METASPACE not in vocab:  # an unknown "▁" would fuse with an unknown character before it
+        return "unsupported", "SentencePiece BPE without a '▁' token"
+    for token in vocab:
+        at = token.find(METASPACE, 1)
+        while at > 0:
+            if token[at - 1] != METASPACE:
+                return "unsupported", (
+                    f"vocabulary entry {token!r} joins a character to a following '▁': "
+                    "no word-start boundary is certain"
+                )
+            at = token.find(METASPACE, at + 1)
+    return "sentencepiece", ""
+
+
 def _added_tokens_plain(doc: dict) -> bool:
     """Added tokens with lstrip/rstrip/single_word change matching; we do not model them."""
     return all(
@@ -94,11 +139,13 @@ def classify(doc: dict) -> tuple[str, str]:
             return "wordpiece", ""
         return "unsupported", "WordPiece without the lowercasing BERT normalizer and pre-tokenizer"
     if mtype == "BPE":
-        for key in ("continuing_subword_prefix", "end_of_word_suffix", "byte_fallback"):
+        for key in ("continuing_subword_prefix", "end_of_word_suffix"):
             if model.get(key):
                 return "unsupported", f"BPE with {key}"
         if model.get("dropout") not in (None, 0.0):
             return "unsupported", "BPE dropout (not deterministic)"
+        if model.get("byte_fallback") or doc.get("pre_tokenizer") is None:
+            return _sentencepiece_family(doc)
         return _byte_level_family(doc)
     return "unsupported", f"model type {mtype!r}"
 

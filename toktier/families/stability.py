@@ -135,6 +135,11 @@ WP_PAIRS = {(a, b) for a in ("BERT_WS", "BERT_PUNCT") for b in ("BERT_PUNCT", "O
 }
 
 
+# --- SentencePiece BPE: a word start ("▁" after anything else) is the only boundary ------
+SP_NAMES = ("SPACE", "BYTES", "OTHER")
+SP_PAIRS = {("OTHER", "SPACE")} | {(a, "BYTES") for a in SP_NAMES} | {("BYTES", b) for b in SP_NAMES}
+
+
 @cache
 def rules(family: str) -> FamilyRules | None:
     """The stable-pair rules of a family, or None when the family is never repaired."""
@@ -150,15 +155,53 @@ def rules(family: str) -> FamilyRules | None:
         return FamilyRules(family, DS_NAMES, _matrix(DS_NAMES, DS_PAIRS), False)
     if family == "wordpiece":
         return FamilyRules(family, WP_NAMES, _matrix(WP_NAMES, WP_PAIRS), False)
+    if family == "sentencepiece":
+        return FamilyRules(family, SP_NAMES, _matrix(SP_NAMES, SP_PAIRS), False)
     return None
 
 
-def class_map(family: str, table: ClassTable, normalizer=None) -> np.ndarray:
+def byte_fallback_chars(doc: dict) -> np.ndarray:
+    """bool[0x110000]: code points a SentencePiece BPE encodes as byte tokens that never merge.
+
+    True only where the model has byte fallback, all 256 ``<0xXX>`` tokens (else a
+    missing byte becomes ``<unk>``, and unknowns fuse across characters), no merge
+    naming a byte token, and the character is not itself a vocabulary entry; all False
+    otherwise (the BYTES class is then empty and only word starts are boundaries).
+    """
+    out = np.zeros(0x110000, dtype=bool)
+    model = doc.get("model") or {}
+    vocab = model.get("vocab") or {}
+    byte_tokens = {f"<0x{b:02X}>" for b in range(256)}
+    if not model.get("byte_fallback") or not byte_tokens <= vocab.keys():
+        return out
+    for m in model.get("merges") or []:
+        pair = m if isinstance(m, list) else m.split(" ", 1)
+        if pair[0] in byte_tokens or pair[1] in byte_tokens:
+            return out
+    out[:] = True
+    out[0xD800:0xE000] = False  # never in a str the tier accepts
+    out[0x20] = False  # a space is "▁" after normalization
+    for t in vocab:
+        if len(t) == 1:
+            out[ord(t)] = False
+    return out
+
+
+def class_map_for(tok) -> np.ndarray:
+    """``class_map`` for a loaded tokenizer (its normalizer, and its vocabulary where needed)."""
+    fallback = byte_fallback_chars(tok.document()) if tok.family == "sentencepiece" else None
+    return class_map(tok.family, tok.class_table, tok.hf.normalizer, fallback=fallback)
+
+
+def class_map(
+    family: str, table: ClassTable, normalizer=None, *, fallback: np.ndarray | None = None
+) -> np.ndarray:
     """uint8[0x110000]: each code point's class index in ``rules(family).class_names``.
 
     ``normalizer`` (the tokenizer's own) is needed for WordPiece: a whitespace or
     punctuation character only separates words if normalization keeps it one
-    (BERT's clean_text deletes control characters such as U+000B).
+    (BERT's clean_text deletes control characters such as U+000B).  ``fallback``
+    (``byte_fallback_chars``) is needed for SentencePiece.
     """
     bits = table.bits
     r = rules(family)
@@ -209,6 +252,12 @@ def class_map(family: str, table: ClassTable, normalizer=None) -> np.ndarray:
             (letter | mark, "L"), (ascii_letter, "LA"), (cjk, "CJK"), (number, "N"),
         ):  # later assignments win: N over CJK over letters  # fmt: skip
             out[mask] = names.index(name)
+    elif family == "sentencepiece":
+        if fallback is None:
+            raise ValueError("class_map: SentencePiece classes need the byte-fallback characters")
+        out[:] = names.index("OTHER")
+        out[fallback] = names.index("BYTES")
+        out[[0x20, 0x2581]] = names.index("SPACE")  # both are "▁" after normalization
     elif family == "wordpiece":
         out[:] = names.index("OTHER")
         sep = (bits & (BERT_WS | BERT_PUNCT)) > 0

@@ -1,4 +1,5 @@
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -26,7 +27,11 @@ PY = "python" if USE_CONDA else sys.executable
 # Built artifacts (tokenizers, archives, probe caches) live here; every shell
 # command passes it as TOKTIER_HOME so the library looks in the same place.
 DATA_HOME = str(ROOT / "data" / "build")
-MIRROR = str((ROOT / config["data"]["mirror"]).resolve()) if config["data"].get("mirror") else ""
+# TOKTIER_DATA_MIRROR (the README's override) wins over data.mirror, whose default only
+# holds for a checkout beside ../shared/data.
+MIRROR = os.environ.get("TOKTIER_DATA_MIRROR") or (
+    str((ROOT / config["data"]["mirror"]).resolve()) if config["data"].get("mirror") else ""
+)
 TOKENIZERS = config["tokenizers"]
 # What applies to each tokenizer, from the manifest (its family is checked against
 # detection by the tests): conversion campaigns for converted files, engine campaigns

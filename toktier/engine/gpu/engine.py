@@ -133,7 +133,7 @@ class GpuEngine:
         self.graphs = (not be.simulator) if graphs is None else bool(graphs)
         self.graphs_reason = be.graphs_reason if be.simulator else ("" if self.graphs else "off")
         self._has2 = bool(t.normalized_literals.size > 0)
-        class_of = stability.class_map(tok.family, tok.class_table, tok.hf.normalizer)
+        class_of = stability.class_map_for(tok)
         stable = np.ascontiguousarray(stability.cut_matrix(tok.family))
         d = be.to_device
         # The tables, on the device, as three named tuples (numba-cuda passes tuples of
