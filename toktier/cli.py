@@ -474,8 +474,9 @@ def _cmd_fetch_data(args) -> int:
         dest=Path(args.dest) if args.dest else None,
         mirror=Path(args.mirror) if args.mirror else None,
         url=args.url or None,
+        network=not args.no_download,
     )
-    print(f"{args.key}: {path} (sha256 verified)")
+    print(f"{args.key}: {path} (verified: archive sha256, or file contents for a source rebuild)")
     return 0
 
 
@@ -677,7 +678,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_cmd_bench_engine_targets)
 
     s = sub.add_parser(
-        "fetch-data", help="obtain a third-party archive from a mirror or URL (sha256-verified)"
+        "fetch-data",
+        help="obtain a third-party archive: mirror, URL, else its GitHub source (always verified)",
     )
     s.add_argument("key", choices=["mini-swe-agent", "tracelab"])
     s.add_argument("--dest", help="where to put it (default: the data home)")
@@ -686,6 +688,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="folder holding the archive (default: TOKTIER_DATA_MIRROR or ../shared/data)",
     )
     s.add_argument("--url", help="download address, used when no mirror holds the file")
+    s.add_argument(
+        "--no-download",
+        action="store_true",
+        help="never fetch the files from their GitHub source (pinned commit, checked by content)",
+    )
     s.set_defaults(func=_cmd_fetch_data)
     return p
 
