@@ -36,6 +36,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.lines import Line2D
 
 import toktier
 from toktier.bench import palette, repair_bench, streams
@@ -142,9 +143,11 @@ sweep_table.pivot_table(index=["context", "delta"], columns="method", values="p5
 fig, ax = plt.subplots(figsize=(8, 5))
 sw["N"] = sw["context"].map(lambda c: f"N = {c / 1e6:g}M" if c >= 1e6 else f"N = {c / 1e3:g}K")
 methods = list(sw["method"].unique())
+n_levels = sorted(sw["N"].unique(), key=lambda s: sw.loc[sw["N"] == s, "context"].iloc[0])
+dash_of = dict(zip(n_levels, ["", (4, 1.5), (1, 1.5), (6, 2, 1, 2)], strict=False))
 sns.lineplot(
     data=sw, x="delta", y="ms", hue="method", style="N", estimator="median", marker="o", ax=ax,
-    palette=palette.palette(methods), errorbar=("pi", 80),
+    palette=palette.palette(methods), errorbar=("pi", 80), dashes=dash_of, legend=False,
 )  # fmt: skip
 deltas = sorted(sw["delta"].unique())
 ax.set(xscale="log", yscale="log", xlabel="append size Δ (characters)",
@@ -156,6 +159,12 @@ ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))  # ms, no
 ax.yaxis.set_minor_formatter(  # label the 2s and 5s of each decade, not every minor tick
     plt.FuncFormatter(lambda v, _: f"{v:g}" if round(v / 10 ** np.floor(np.log10(v))) in (2, 5) else "")
 )
-ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9)
+# The legend is drawn by hand: seaborn's own shows the hue entries with the last style's dashes.
+colours = palette.palette(methods)
+handles = [Line2D([], [], color=colours[m], marker="o", label=m) for m in methods]
+for n in n_levels:
+    style = {"dashes": dash_of[n]} if dash_of[n] else {"linestyle": "-"}
+    handles.append(Line2D([], [], color="0.3", label=n, **style))
+ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9)
 fig.tight_layout()
 fig.savefig(results / "figures" / "delta-sweep.png", dpi=130)

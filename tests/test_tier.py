@@ -135,6 +135,23 @@ def test_sentencepiece_vocabulary_without_the_certificate_is_not_repaired():
     assert classify(doc)[0] == "unsupported"
 
 
+def test_sentencepiece_byte_fallback_characters_are_boundaries_only_when_bytes_never_merge():
+    from toktier.families import stability
+
+    doc = json.loads(toktier.load("mistral-sp-v1").path.read_text(encoding="utf-8"))
+    fb = stability.byte_fallback_chars(doc)
+    assert fb[ord("\n")] and fb[ord("\t")] and fb[0xE000]  # not entries: byte tokens
+    assert not fb[ord("a")] and not fb[ord(" ")] and not fb[0x2581]
+    names = stability.rules("sentencepiece").class_names
+    cmap = stability.class_map_for(toktier.load("mistral-sp-v1"))
+    assert [names[cmap[ord(c)]] for c in "a\n ▁"] == ["OTHER", "BYTES", "SPACE", "SPACE"]
+    doc["model"]["merges"].append(["<0x0A>", "<0x0A>"])  # bytes that merge: no BYTES class
+    assert not stability.byte_fallback_chars(doc).any()
+    doc["model"]["merges"].pop()
+    del doc["model"]["vocab"]["<0xFF>"]  # a missing byte is <unk>, and unknowns fuse
+    assert not stability.byte_fallback_chars(doc).any()
+
+
 def test_stateless_and_unsupported():
     tier = Tier("llama3")
     r = tier.encode("hello")
