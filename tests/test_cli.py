@@ -1,3 +1,4 @@
+import csv
 import json
 
 import toktier
@@ -48,7 +49,23 @@ def test_tokenizers_table_says_why_a_tokenizer_stays_on_the_reference(capsys, tm
     doc["model"]["byte_fallback"] = True
     odd = tmp_path / "tokenizer.json"
     odd.write_text(json.dumps(doc))
-    assert main(["tokenizers", str(odd), "bert-uncased", "tekken"]) == 0
+    assert main(["tokenizers", str(odd), "bert-uncased", "tekken", "mistral-sp-v1"]) == 0
     out = capsys.readouterr().out
-    assert "reference only: BPE with byte_fallback" in out
+    assert "reference only: BPE with byte fallback outside the SentencePiece shape" in out
     assert "no compiled WordPiece engine" in out and "engine + repair" in out  # tekken
+    assert "reference + repair (no compiled SentencePiece engine)" in out
+
+
+def test_bench_continuation_times_any_tokenizer_and_checks_the_tier(tmp_path, capsys,
+                                                                     trajectory_archive):  # fmt: skip
+    out, run = tmp_path / "c.csv", tmp_path / "c.json"
+    args = ["bench-continuation", "--tokenizers", "mistral-sp-v1", "--contexts", "4000",
+            "--samples", "2", "--archive", str(trajectory_archive), "--out", str(out),
+            "--run", str(run), "--quiet"]  # fmt: skip
+    assert main(args) == 0
+    rows = list(csv.DictReader(out.open()))
+    methods = {r["method"] for r in rows}
+    assert methods == {"tier append", "tier full text", "reference full re-encode"}
+    assert all(r["exact"] == "True" for r in rows if r["method"].startswith("tier"))
+    assert main([*args[:-1], "--methods", "tier append,warp drive"]) == 2
+    assert "unknown methods" in capsys.readouterr().err

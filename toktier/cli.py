@@ -466,6 +466,34 @@ def _cmd_bench_engine_targets(args) -> int:
     return 0 if inexact == 0 else 1
 
 
+def _cmd_bench_continuation(args) -> int:
+    from . import load
+    from .bench import continuation, machine
+    from .workload import archives
+
+    archive = Path(args.archive) if args.archive else archives.find_archive("mini-swe-agent")
+    if archive is None:
+        raise ToktierError("no trajectory archive: pass --archive (see `toktier fetch-data`)")
+    methods = tuple(m.strip() for m in args.methods.split(","))
+    rows = []
+    for name in args.tokenizers.split(","):
+        need = max(args.contexts) + len(args.contexts) * args.delta * (args.samples + 2) * 2
+        streams = continuation.standard_streams(archive, name, need)
+        rows += continuation.continuation_latency(
+            load(name), streams, args.contexts, delta=args.delta, samples=args.samples,
+            slow_samples=args.samples, methods=methods, progress=not args.quiet,
+        )  # fmt: skip
+    table = continuation.summarize(rows)
+    _write_csv(args.out, table)
+    _write_json(args.run, {"machine": machine.machine_facts(), "delta": args.delta, "rows": rows})
+    for r in table:
+        print(f"{r['tokenizer']:14s} {r['corpus']:13s} {r['context']:>9,} {r['method']:28s} "
+              f"P50 {r['p50_us']:10,.0f} us  exact: {r['exact']}")  # fmt: skip
+    inexact = sum(1 for r in table if r["exact"] is False)
+    print(f"tier cells not equal to the reference: {inexact}; -> {args.out}, {args.run}")
+    return 0 if inexact == 0 else 1
+
+
 def _cmd_fetch_data(args) -> int:
     from .workload import archives
 
@@ -676,6 +704,25 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--run", default="results/runs/engine-targets.json")
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=_cmd_bench_engine_targets)
+
+    s = sub.add_parser(
+        "bench-continuation",
+        help="one continuation vs context size (experiment 10's protocol) for any tokenizer",
+    )
+    s.add_argument("--tokenizers", default="mistral-sp-v3")
+    s.add_argument("--contexts", type=int, nargs="+", default=[12_000, 48_000, 200_000])
+    s.add_argument("--delta", type=int, default=1100)
+    s.add_argument("--samples", type=int, default=40, help="continuations per cell (5 a session)")
+    s.add_argument(
+        "--methods",
+        default="tier append,tier full text,reference full re-encode",
+        help="comma-separated, from bench.continuation.METHODS and OPTIONAL",
+    )
+    s.add_argument("--archive")
+    s.add_argument("--out", default="results/tables/continuation-extra.csv")
+    s.add_argument("--run", default="results/runs/continuation-extra.json")
+    s.add_argument("--quiet", action="store_true")
+    s.set_defaults(func=_cmd_bench_continuation)
 
     s = sub.add_parser(
         "fetch-data",

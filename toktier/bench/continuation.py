@@ -24,7 +24,9 @@ stream, never a continuation), as a server that has been running would.
   window saves;
 - ``fastokens full re-encode``: one warm object, as deployed;
 - ``Gigatoken prewarmed``: one object per session that has encoded the session text;
-- ``engine full encode``: toktier's own stateless engine on the whole text.
+- ``engine full encode``: toktier's own stateless engine on the whole text;
+- ``reference full re-encode`` (optional, not in ``METHODS``): the reference itself,
+  stateless, on the whole text -- the only full path of a family without an engine.
 
 Timing: one timed call per sample, garbage collector off (``timing``); every tier
 session is verified against the reference after its last continuation.  Slow methods
@@ -50,6 +52,7 @@ TIER_METHODS = (
 )  # fmt: skip
 BASELINES = ("fastokens full re-encode", "Gigatoken prewarmed", "engine full encode")
 METHODS = TIER_METHODS + BASELINES
+OPTIONAL = ("reference full re-encode",)
 
 
 def continuation_tails(contexts: list[int], delta: int, per_session: int,
@@ -144,6 +147,10 @@ def continuation_latency(
     machine's drift.  From ``slow_from`` characters on, the full re-encodes and the
     Python plan run on the first ``ceil(slow_samples / per_session)`` sessions only.
     """
+    unknown = set(methods) - set(METHODS) - set(OPTIONAL)
+    if unknown:
+        raise ValueError(f"unknown methods {sorted(unknown)}; known: {METHODS + OPTIONAL}")
+
     def tier(**kw):  # each tier method its own engine: no method reads another's piece cache
         return Tier(tok, engine=private_engine(tok), verify_rate=0, delta_aware=False, **kw)
 
@@ -176,6 +183,9 @@ def continuation_latency(
         "fastokens full re-encode": lambda sid, p, d: _baseline_samples(fast.full, p, d),
         "Gigatoken prewarmed": lambda sid, p, d: (giga.new_session(), _baseline_samples(giga.full, p, d))[1],
         "engine full encode": lambda sid, p, d: _baseline_samples(full, p, d),
+        "reference full re-encode": lambda sid, p, d: _baseline_samples(
+            lambda text: tok.hf.encode(text, add_special_tokens=False), p, d
+        ),
     }  # fmt: skip
     available = [
         m for m in methods
@@ -193,7 +203,7 @@ def continuation_latency(
         for fn in (full, fast.full if fast is not None else None):
             if fn is not None:
                 fn(w)
-    slow = ("tier append, Python plan", *BASELINES)
+    slow = ("tier append, Python plan", *BASELINES, *OPTIONAL)
     per_session = max(1, min(per_session, samples))
     n_sessions = -(-samples // per_session)
     n_slow = -(-slow_samples // per_session)
@@ -221,6 +231,18 @@ def continuation_latency(
                         "path": paths[i] if paths else "full", "exact": exact,
                     })  # fmt: skip
     return rows
+
+
+def standard_streams(archive, tokenizer_name: str, chars: int) -> dict[str, str]:
+    """The two corpora of experiment 10: agent transcripts rendered for this tokenizer
+    (``chars`` of them) and pycountry's catalogs (multilingual prose)."""
+    from ..campaigns import corpus
+    from .streams import load_trajectories, stream_text
+
+    return {
+        "transcripts": stream_text(load_trajectories(archive), tokenizer_name, chars),
+        "multilingual": "".join(corpus.pycountry_documents()),
+    }
 
 
 def summarize(rows: list[dict]) -> list[dict]:
