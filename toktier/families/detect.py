@@ -91,7 +91,7 @@ def _sentencepiece_family(doc: dict) -> tuple[str, str]:
     ]
     if steps != expected or doc.get("pre_tokenizer") is not None:
         return "unsupported", (
-            "BPE with byte fallback outside the SentencePiece shape we certify "
+            "BPE with byte fallback or without a pre-tokenizer, outside the SentencePiece shape we certify "
             "(normalizer Prepend('▁') + Replace(' ', '▁'), no pre-tokenizer)"
         )
     if model.get("ignore_merges"):
