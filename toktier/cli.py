@@ -474,11 +474,16 @@ def _cmd_bench_continuation(args) -> int:
     archive = Path(args.archive) if args.archive else archives.find_archive("mini-swe-agent")
     if archive is None:
         raise ToktierError("no trajectory archive: pass --archive (see `toktier fetch-data`)")
+    from .bench.streams import load_trajectories
+    from .campaigns import corpus
+
     methods = tuple(m.strip() for m in args.methods.split(","))
+    trajs = load_trajectories(archive)  # once for every tokenizer
+    multilingual = "".join(corpus.pycountry_documents())
+    need = max(args.contexts) + len(args.contexts) * args.delta * (args.samples + 2) * 2
     rows = []
     for name in args.tokenizers.split(","):
-        need = max(args.contexts) + len(args.contexts) * args.delta * (args.samples + 2) * 2
-        streams = continuation.standard_streams(archive, name, need)
+        streams = continuation.standard_streams(trajs, name, need, multilingual)
         rows += continuation.continuation_latency(
             load(name), streams, args.contexts, delta=args.delta, samples=args.samples,
             slow_samples=args.samples, methods=methods, progress=not args.quiet,

@@ -233,16 +233,13 @@ def continuation_latency(
     return rows
 
 
-def standard_streams(archive, tokenizer_name: str, chars: int) -> dict[str, str]:
+def standard_streams(trajs, tokenizer_name: str, chars: int, multilingual: str) -> dict[str, str]:
     """The two corpora of experiment 10: agent transcripts rendered for this tokenizer
-    (``chars`` of them) and pycountry's catalogs (multilingual prose)."""
-    from ..campaigns import corpus
-    from .streams import load_trajectories, stream_text
+    (``chars`` of them, from loaded trajectories) and ``multilingual`` prose (pycountry's
+    catalogs, ``corpus.pycountry_documents``), loaded once by the caller for all tokenizers."""
+    from .streams import stream_text
 
-    return {
-        "transcripts": stream_text(load_trajectories(archive), tokenizer_name, chars),
-        "multilingual": "".join(corpus.pycountry_documents()),
-    }
+    return {"transcripts": stream_text(trajs, tokenizer_name, chars), "multilingual": multilingual}
 
 
 def summarize(rows: list[dict]) -> list[dict]:
