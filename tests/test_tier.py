@@ -87,7 +87,10 @@ def test_mid_context_edits(name):
 @pytest.mark.parametrize("name", toktier.known())
 def test_default_engine_is_the_certified_one_where_it_applies(name):
     tier = Tier(name)
-    expected = "numba-cpu" if tier.tokenizer.family in BYTE_LEVEL_FAMILIES else "reference"
+    family = tier.tokenizer.family
+    expected = {"sentencepiece": "numba-cpu-sentencepiece"}.get(
+        family, "numba-cpu" if family in BYTE_LEVEL_FAMILIES else "reference"
+    )
     assert tier.engine.name == expected
     assert tier.encode(PROSE).path == ("reference" if expected == "reference" else "cpu")
 
@@ -95,7 +98,7 @@ def test_default_engine_is_the_certified_one_where_it_applies(name):
 @pytest.mark.parametrize("name", ["mistral-sp-v1", "mistral-sp-v3"])
 @pytest.mark.parametrize("impl", ["compiled", "python"])
 def test_sentencepiece_tokenizers_are_repaired_exactly(name, impl):
-    """SentencePiece BPE: reference windows, the vocabulary's word-start certificate.
+    """SentencePiece BPE: engine windows, the vocabulary's word-start certificate.
 
     The appends include what makes SentencePiece different: "▁" typed by the user (the
     same as a space after normalization), runs of spaces ("▁▁" tokens), byte fallback
@@ -107,7 +110,7 @@ def test_sentencepiece_tokenizers_are_repaired_exactly(name, impl):
     tok = tier.tokenizer
     text = PROSE
     r = tier.encode(text, session="s")
-    assert r.path == "reference" and r.ids.tolist() == tok.reference(text)
+    assert r.path == "cpu" and r.ids.tolist() == tok.reference(text)
     for delta in (" and more", "▁x ▁", "   spaces", " 😀\ue000 ok", " [INST] hi", "Привет мир ",
                   "[/INST]", " tail"):  # fmt: skip
         text += delta

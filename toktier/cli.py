@@ -41,7 +41,11 @@ def _route(tok) -> str:
     if tok.family == "wordpiece":
         return "reference + repair (no compiled WordPiece engine)"
     if tok.family == "sentencepiece":
-        return "reference + repair (no compiled SentencePiece engine)"
+        from .families.stability import byte_fallback_chars
+
+        if byte_fallback_chars(tok.document()).any():
+            return "engine + repair (SentencePiece engine, CPU)"
+        return "reference + repair (no byte fallback: no compiled engine)"
     return f"reference only: {tok.unsupported_reason}"
 
 

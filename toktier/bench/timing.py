@@ -56,4 +56,4 @@ def private_engine(tok):
     """
     from ..engine import cpu
 
-    return cpu.CpuEngine(tok) if cpu.engine_for(tok) is not None else None
+    return cpu.new_engine(tok) if cpu.engine_for(tok) is not None else None

@@ -160,13 +160,18 @@ def literal_sprinkle(tok, docs: list[str], seed: int) -> list[str]:
 
 class Certifier:
     def __init__(self, tok, engine=None):
-        from ..engine.cpu import CpuEngine
+        from ..engine.cpu import new_engine
 
         self.tok = tok
-        self.engine = engine or CpuEngine(tok)
+        self.engine = engine or new_engine(tok)
         self.engine.warmup()
         self.report = EngineCertification(tok.name, tok.family)
-        self._pretok = tok.hf.pre_tokenizer.pre_tokenize_str
+        pre = tok.hf.pre_tokenizer
+        # SentencePiece has no pre-tokenizer (a segment is one BPE word): no split level;
+        # its engine's piece cuts are certified cuts, proven by check_cuts below.
+        self._pretok = pre.pre_tokenize_str if pre is not None else None
+        # A text cut inside a SentencePiece segment and encoded alone gets a "▁" of its own.
+        self._prepends = tok.family == "sentencepiece"
 
     def _example(self, kind: str, text: str, **info) -> None:
         if len(self.report.examples) < MAX_EXAMPLES:
@@ -174,6 +179,8 @@ class Certifier:
 
     def check_split(self, text: str) -> bool:
         r = self.report
+        if self._pretok is None:
+            return True
         ref = self._pretok(text)
         ref_ends = np.fromiter((b for _p, (_a, b) in ref), dtype=np.int64, count=len(ref))
         _starts, ends = self.engine.split(text)
@@ -233,6 +240,9 @@ class Certifier:
         enc = self.tok.hf.encode
         full = enc(text, add_special_tokens=False)
         for p in rng.sample(cuts.tolist(), min(k, len(cuts))):
+            if self._prepends:
+                self._check_segment_cut(text, p, full)
+                continue
             left = enc(text[:p], add_special_tokens=False)
             right = enc(text[p:], add_special_tokens=False)
             self.report.cuts_checked += 1
@@ -241,6 +251,27 @@ class Certifier:
             if joined != full.ids or offs != full.offsets:
                 self.report.cut_divergences += 1
                 self._example("cut", text, at=p, context=text[max(0, p - 20) : p + 20])
+
+
+    def _check_segment_cut(self, text: str, p: int, full) -> None:
+        """A SentencePiece cut: the reference's tokens of the whole text split at ``p`` (none
+        crosses it) and those left of it are the reference's tokens of ``text[:p]`` alone.
+        (The right side cannot be encoded alone -- it would get a prepended "▁"; the
+        engine's chunks from ``p`` are checked against the whole text by the parallel check.)
+        """
+        left = self.tok.hf.encode(text[:p], add_special_tokens=False)
+        k = len(left.ids)
+        self.report.cuts_checked += 1
+        offs = full.offsets
+        ok = (
+            full.ids[:k] == left.ids
+            and offs[:k] == left.offsets
+            and all(b <= p for _a, b in offs[:k])
+            and all(a >= p for a, _b in offs[k:])
+        )
+        if not ok:
+            self.report.cut_divergences += 1
+            self._example("cut", text, at=p, context=text[max(0, p - 20) : p + 20])
 
 
 _first_difference = first_divergence

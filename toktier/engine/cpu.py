@@ -793,6 +793,17 @@ class CpuEngine:
         return out
 
 
+def new_engine(tok):
+    """A fresh compiled CPU engine for ``tok`` (own piece caches): ``CpuEngine`` for the
+    byte-level families, ``sentencepiece.SentencePieceEngine`` for SentencePiece BPE;
+    ``EngineUnsupported`` when neither applies."""
+    if tok.family == "sentencepiece":
+        from .sentencepiece import SentencePieceEngine
+
+        return SentencePieceEngine(tok)
+    return CpuEngine(tok)
+
+
 _ENGINES: dict[tuple[str, str], CpuEngine] = {}
 _REFUSALS: dict[tuple[str, str], str] = {}
 _ENGINES_LOCK = threading.Lock()
@@ -821,7 +832,7 @@ def engine_for(tok) -> CpuEngine | None:
     if key in _REFUSALS:
         return None
     try:
-        eng = CpuEngine(tok)
+        eng = new_engine(tok)
     except EngineUnsupported as exc:
         with _ENGINES_LOCK:
             _REFUSALS[key] = str(exc)

@@ -21,7 +21,7 @@ from numba.extending import intrinsic
 
 from .. import paths
 
-ENGINE_SOURCES = ("rules.py", "cpu.py", "jit.py")
+ENGINE_SOURCES = ("rules.py", "cpu.py", "jit.py", "sentencepiece.py")
 
 
 def source_key() -> str:

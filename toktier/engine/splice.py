@@ -36,6 +36,9 @@ from . import cpu
 from .cpu import _find_literals, _prepare, encode_range
 from .jit import BoundKernel as _Bound
 from .rules import BpeTables
+from .sentencepiece import SentencePieceEngine, SpArgs, _sp_range
+
+utf8_decode = cpu.RULES.utf8_decode
 
 literal_at = cpu.RULES.literal_at
 
@@ -429,6 +432,26 @@ def plan_engine(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n
 
 
 @numba.njit(cache=True, nogil=True)
+def plan_sentencepiece(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n, sa, ra,
+                       cache, wk, apply_now):  # fmt: skip
+    """``plan_engine`` for SentencePiece BPE: the window encoded by ``engine.sentencepiece``'s
+    rules (the window is a whole text: it starts a segment), then the same plan.
+
+    ``wk`` must hold ``2 * u8.size + 2`` fresh records (a "▁" per segment on top of a
+    token per byte)."""
+    nw = utf8_decode(u8, wk.cps, wk.char_start)
+    nlit = _find_literals(wk.cps, nw, sa.f1, sa.k1, sa.c1, sa.t1, sa.f2, sa.k2, sa.c2, sa.t2,
+                          sa.has2, wk.ls, wk.le, wk.lid)  # fmt: skip
+    nf = _sp_range(0, nw, True, wk.cps, u8, wk.char_start, wk.ls, wk.le, wk.lid, nlit, sa.sp,
+                   sa.bpe, wk.sym, wk.rank, wk.nxt, wk.prv, wk.heap, cache, wk.f_ids, wk.f_s,
+                   wk.f_e, 0)  # fmt: skip
+    plan_core(ra, wk.cps, nw, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
+              wk.f_ids, wk.f_s, wk.f_e, nf, wk)  # fmt: skip
+    apply_if_free(apply_now, c_ids, c_s, c_e, n, wk.f_ids, wk.f_s, wk.f_e, ws, new_len - old_len,
+                  wk.res)  # fmt: skip
+
+
+@numba.njit(cache=True, nogil=True)
 def plan_records(cps, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n, f_ids, f_s,
                  f_e, ra, wk, apply_now):  # fmt: skip
     """Plan the splice for fresh records the caller encoded (window coordinates)."""
@@ -555,7 +578,8 @@ def _why(res) -> str:
 class Planner:
     """The repair protocol's widening loop around the compiled calls, for one tokenizer.
 
-    ``engine``: a ``CpuEngine`` (the window is encoded inside the compiled call) or any
+    ``engine``: a ``CpuEngine`` or a ``SentencePieceEngine`` (the window is encoded inside
+    the compiled call) or any
     engine with ``encode(text) -> (ids, starts, ends)`` (the reference for WordPiece):
     then only the window encode runs outside, and matching and certificate stay compiled.
     """
@@ -564,6 +588,8 @@ class Planner:
         self.ra = repair_args(tok, rules)
         self.engine = engine
         self.ea = engine_args(engine) if isinstance(engine, cpu.CpuEngine) else None
+        self.sa = engine.sp_args() if isinstance(engine, SentencePieceEngine) else None
+        self._plan_sp = _Bound(plan_sentencepiece)
         self._local = threading.local()
         self._plan_engine = _Bound(plan_engine)
         self._plan_records = _Bound(plan_records)
@@ -597,7 +623,13 @@ class Planner:
             text = window_text(ws, we)
             u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
             status = NEED_RECORDS
-            if self.ea is not None:
+            if self.sa is not None:
+                wk = self._workspace(2 * u8.size + 2)
+                self._plan_sp(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
+                              self.sa, self.ra, self.engine._cache(), wk, apply_now)  # fmt: skip
+                status = wk.res[R_STATUS]
+                fresh = (wk.f_ids, wk.f_s, wk.f_e)
+            elif self.ea is not None:
                 wk = self._workspace(u8.size)
                 self._plan_engine(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e,
                                   n, self.ea, self.ra, *self.engine._cache(), wk, apply_now)  # fmt: skip

@@ -121,6 +121,8 @@ class GpuEngine:
         if _backend is None and not self.available():
             raise GpuUnavailable("no usable CUDA GPU with CuPy (and NUMBA_ENABLE_CUDASIM is off)")
         self.tokenizer = tok
+        if tok.family == "sentencepiece":
+            raise EngineUnsupported("SentencePiece BPE has no GPU rules yet (the CPU engine serves it)")
         self._cpu = cpu or engine_for(tok) or CpuEngine(tok)  # raises EngineUnsupported
         self.tables = t = self._cpu.tables
         self._be = be = _backend or _make_backend()

@@ -1,0 +1,596 @@
+"""The numba CPU engine for SentencePiece BPE (the ``sentencepiece`` family): exact IDs and spans.
+
+What the reference does with such a tokenizer.json (``families.detect``): added-token
+literals are cut out first; each remaining segment is normalized by Prepend("▁") and
+Replace(" " -> "▁") and becomes *one* BPE word whose symbols are its characters (a
+character that is no vocabulary entry becomes its UTF-8 byte tokens ``<0xXX>``).
+One BPE word per segment is why the reference is slow on long texts (``tokenizers``
+merges the whole segment at once).
+
+This engine merges a segment piece by piece instead, cutting it only where the
+repair certificate (``families.stability``, checked by the oracle) proves no merge
+can cross: before a space (" " or "▁") that follows a non-space, and on both sides
+of a byte-fallback character (its byte tokens never merge: no merge names one).
+A piece is therefore a run of spaces then a run of other characters, or one
+byte-fallback character.  Symbols are vocabulary ids from the start (a code point ->
+id table); the merge loop is the byte-level engine's (``rules.merge_small`` /
+``merge_large`` over ``rules.pair_code``), so both engines share one BPE.
+
+Spans: the reference gives a token the span of the original characters it covers;
+the prepended "▁" counts as part of the segment's first character (alone, it gets
+that character's span).  Each token's length in normalized characters is a function
+of its id (``SpTables.nchars``), so spans follow from the ids alone -- which is also
+why the piece cache stores ids only.
+
+Piece cache: per thread, kept across calls, the byte-level engine's short-piece rows
+(``rules.cache_store`` / ``cache_find``: exact key, a check word per row, so a torn
+or corrupted row is a miss) keyed by the piece's bytes, with "▁" in front when the
+piece carries the segment's prepended "▁" (same ids either way, so the keys may
+coincide).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from ..families import stability
+from ..textcheck import check_text
+from . import cpu as _cpu
+from . import jit as _jit
+from . import rules as _rules
+from .literal_probe import check_literals
+from .tables import (
+    EngineUnsupported,
+    build_merge_table,
+    build_pair_filter,
+    build_trie,
+)
+
+RULES = _cpu.RULES
+merge_small = RULES.merge_small
+merge_large = RULES.merge_large
+pair_code = RULES.pair_code
+cache_find = RULES.cache_find
+cache_store = RULES.cache_store
+piece_hash = RULES.piece_hash
+literal_scan = RULES.literal_scan
+utf8_decode = RULES.utf8_decode
+_find_literals = _cpu._find_literals
+_cut_after = _cpu._cut_after
+SMALL_PIECE = _rules.SMALL_PIECE
+CACHE_MAX_BYTES = _rules.CACHE_MAX_BYTES
+CACHE_SLOTS = _rules.CACHE_SLOTS
+CACHE_COLS = _rules.CACHE_COLS
+
+_inner = numba.njit(cache=True, nogil=True, _nrt=False)  # no reference counting inside
+M63 = _rules.M63
+METASPACE = 0x2581  # "▁"
+C_OTHER = 0
+C_SPACE = 1
+C_BYTES = 2
+MIN_PARALLEL_CHARS = _cpu.MIN_PARALLEL_CHARS
+
+
+class SpTables(NamedTuple):
+    """What the SentencePiece rules read besides the merges (``rules.BpeTables``)."""
+
+    char_ids: np.ndarray  # int64[max code point + 1]: id of the one-character entry, -1 none
+    byte_tok: np.ndarray  # int64[256]: id of <0xXX>
+    nchars: np.ndarray  # int64[n_ids]: a token's length in normalized characters
+    ones: np.ndarray  # int64[n_ids] of 1 (the piece cache's per-token byte lengths: unused)
+    space_id: int  # id of "▁"
+    bigrams: np.ndarray  # int64 hash set of (a << 21 | b): characters adjacent in some entry
+    ascii_pairs: np.ndarray  # int64[256]: the same for two ASCII characters, bit a << 7 | b
+
+
+class SpArgs(NamedTuple):
+    """What a compiled window encode reads (``splice.plan_sentencepiece``)."""
+
+    f1: np.ndarray  # raw added-token literals (``tables.Trie``)
+    k1: np.ndarray
+    c1: np.ndarray
+    t1: np.ndarray
+    f2: np.ndarray  # normalized ones (none: refused in ``build_sp_tables``)
+    k2: np.ndarray
+    c2: np.ndarray
+    t2: np.ndarray
+    has2: bool
+    sp: SpTables
+    bpe: _rules.BpeTables
+
+
+# --- compiled rules ----------------------------------------------------------------------
+@_inner
+def _char_class(char_ids, c):
+    if c == 32 or c == METASPACE:
+        return C_SPACE
+    if c < char_ids.size and char_ids[c] >= 0:
+        return C_OTHER
+    return C_BYTES
+
+
+@_inner
+def _joinable(bigrams, ascii_pairs, a, b):
+    """May a merge ever join characters ``a`` and ``b``?  Only if some vocabulary entry holds
+    them adjacent (spaces as "▁"): every merge makes an entry, so otherwise none can.
+    ASCII pairs are answered from a 2 KB bit table, the rest from a hash set."""
+    if a == 32:
+        a = METASPACE
+    if b == 32:
+        b = METASPACE
+    if a < 128 and b < 128:
+        q = (a << 7) | b
+        return (ascii_pairs[q >> 6] >> (q & 63)) & 1 != 0
+    key = (int(a) << 21) | int(b)
+    mask = bigrams.size - 1
+    h = (((key * 0x9E3779B1) & M63) >> 16) & mask
+    while True:
+        k = bigrams[h]
+        if k == key:
+            return True
+        if k < 0:
+            return False
+        h = (h + 1) & mask
+
+
+@_inner
+def _sp_key(u8, b0, b1, prepend):
+    """Exact cache key (lw, w0, w1) of a piece's bytes, "▁" (E2 96 81) first if ``prepend``;
+    the layout of ``rules.piece_words`` (length <= CACHE_MAX_BYTES)."""
+    lw = b1 - b0
+    w0 = 0
+    w1 = 0
+    d = 0
+    if prepend:
+        lw += 3
+        w0 = 0x8196E2  # E2 96 81, little-endian
+        d = 3
+    for k in range(b0, b1):
+        v = int(u8[k])
+        if d < 7:
+            w0 = w0 | (v << (8 * d))
+        elif d < 14:
+            w1 = w1 | (v << (8 * (d - 7)))
+        else:
+            lw = lw | (v << (8 * (d - 13)))
+        d += 1
+    return lw, w0, w1
+
+
+@_inner
+def _sp_spans(nchars, ids, i0, i1, ps, prepend, out_s, out_e):
+    """Character spans of the tokens ``ids[i0:i1]`` of a piece starting at character ``ps``."""
+    a = 0
+    p = 1 if prepend else 0
+    for t in range(i0, i1):
+        w = nchars[ids[t]]
+        s = ps + max(a - p, 0)
+        e = ps + a + w - p
+        if e <= s:  # the prepended "▁" alone: the span of the segment's first character
+            e = s + 1
+        out_s[t] = s
+        out_e[t] = e
+        a += w
+
+
+@_inner
+def _sp_merge(cps, ps, pe, prepend, char_ids, space_id, bt, sym, rank, nxt, prv, heap):
+    """BPE of the piece ``[ps, pe)`` (spaces then other characters): symbols in ``sym[:m]``."""
+    m = 0
+    if prepend:
+        sym[0] = space_id
+        m = 1
+    for i in range(ps, pe):
+        c = cps[i]
+        if c == 32 or c == METASPACE:
+            sym[m] = space_id
+        else:
+            sym[m] = char_ids[c]
+        m += 1
+    for k in range(m - 1):
+        rank[k] = pair_code(bt, sym[k], sym[k + 1])
+    if m <= SMALL_PIECE:
+        return merge_small(sym, rank, m, bt)
+    return merge_large(sym, rank, nxt, prv, heap, m, bt)
+
+
+@_inner
+def _sp_segment(cps, u8, char_start, lo, hi, prepend, sp, bt, sym, rank, nxt, prv, heap, cache,
+                out_ids, out_s, out_e, n):  # fmt: skip
+    """Tokens of the characters ``[lo, hi)`` of one segment (no literal inside), from ``n``.
+
+    ``prepend``: ``lo`` starts the segment, so the reference's prepended "▁" goes first.
+    The piece loop, the cache hit and the spans are inline (a call passing the table
+    tuples costs more than a cached piece); only a miss calls the merges.
+    """
+    char_ids = sp.char_ids
+    nchars = sp.nchars
+    space_id = sp.space_id
+    bigrams = sp.bigrams
+    ascii_pairs = sp.ascii_pairs
+    byte_tok = sp.byte_tok
+    i = lo
+    first = prepend
+    while i < hi:
+        c = cps[i]
+        k = _char_class(char_ids, c)
+        if k == C_BYTES:
+            if first:  # "▁" then a byte-fallback character: never merged, a piece alone
+                out_ids[n] = space_id
+                out_s[n] = i
+                out_e[n] = i + 1
+                n += 1
+            for b in range(char_start[i], char_start[i + 1]):
+                out_ids[n] = byte_tok[u8[b]]
+                out_s[n] = i
+                out_e[n] = i + 1
+                n += 1
+            first = False
+            i += 1
+            continue
+        # A piece: spaces, then other characters (the certificate's cut), and shorter
+        # still: it ends where no vocabulary entry holds the two characters adjacent.
+        j = i + 1
+        prev_space = k == C_SPACE
+        while j < hi:
+            kj = _char_class(char_ids, cps[j])
+            if kj == C_BYTES or (kj == C_SPACE and not prev_space):
+                break
+            if not _joinable(bigrams, ascii_pairs, cps[j - 1], cps[j]):
+                break
+            prev_space = kj == C_SPACE
+            j += 1
+        if j == i + 1 and not first:  # one character: its own token
+            out_ids[n] = space_id if k == C_SPACE else char_ids[c]
+            out_s[n] = i
+            out_e[n] = j
+            n += 1
+            i = j
+            continue
+        b0 = char_start[i]
+        b1 = char_start[j]
+        cacheable = b1 - b0 + (3 if first else 0) <= CACHE_MAX_BYTES
+        hit = False
+        lw = 0
+        w0 = 0
+        w1 = 0
+        h = 0
+        if cacheable:
+            lw, w0, w1 = _sp_key(u8, b0, b1, first)
+            h = piece_hash(lw, w0, w1)
+            r = cache_find(cache, h, lw, w0, w1)
+            if r >= 0:
+                count = (cache[r, 0] >> 24) & 0xF
+                for q in range(count):
+                    w = cache[r, 3 + (q >> 1)]
+                    out_ids[n + q] = (w >> (32 * (q & 1))) & 0xFFFFFFFF
+                m = count
+                hit = True
+        if not hit:
+            m = _sp_merge(cps, i, j, first, char_ids, space_id, bt, sym, rank, nxt, prv, heap)
+            for q in range(m):
+                out_ids[n + q] = sym[q]
+            if cacheable:
+                cache_store(cache, h, lw, w0, w1, out_ids, n, n + m, sp.ones)
+        _sp_spans(nchars, out_ids, n, n + m, i, first, out_s, out_e)
+        n += m
+        first = False
+        i = j
+    return n
+
+
+@_inner
+def _sp_range(c0, c1, prepend0, cps, u8, char_start, ls, le, lid, nlit, sp, bt, sym, rank, nxt,
+              prv, heap, cache, out_ids, out_s, out_e, n):  # fmt: skip
+    """Tokens of characters ``[c0, c1)``: literals inside it, segments between them.
+
+    ``prepend0``: ``c0`` starts a segment (the text's start or a literal's end); a
+    range starting at a certified cut inside a segment has no "▁" of its own.
+    """
+    k = np.searchsorted(ls[:nlit], c0)
+    pos = c0
+    prepend = prepend0
+    while pos < c1:
+        seg_end = c1
+        if k < nlit and ls[k] < c1:
+            seg_end = ls[k]
+        if seg_end > pos:
+            n = _sp_segment(cps, u8, char_start, pos, seg_end, prepend, sp, bt, sym, rank, nxt,
+                            prv, heap, cache, out_ids, out_s, out_e, n)  # fmt: skip
+        if seg_end < c1:
+            out_ids[n] = lid[k]
+            out_s[n] = ls[k]
+            out_e[n] = le[k]
+            n += 1
+            pos = le[k]
+            k += 1
+            prepend = True
+        else:
+            pos = c1
+    return n
+
+
+@numba.njit(cache=True, nogil=True)
+def _sp_encode_text(u8, prepend0, f1, k1, c1, t1, f2, k2, c2, t2, has2, sp, bt, cache, wk):
+    """The whole single-thread path in one compiled call: (ids, starts, ends), fresh arrays.
+
+    ``prepend0``: the text starts a segment (False for a part cut out of a segment).
+
+    ``wk``: a workspace of at least ``u8.size`` bytes whose token arrays hold
+    ``2 * u8.size + 2`` entries (a byte-fallback character after a literal yields two
+    tokens for one byte).
+    """
+    cps = wk.cps
+    char_start = wk.char_start
+    n = utf8_decode(u8, cps, char_start)
+    nlit = _find_literals(cps, n, f1, k1, c1, t1, f2, k2, c2, t2, has2, wk.ls, wk.le, wk.lid)
+    m = _sp_range(0, n, prepend0, cps, u8, char_start, wk.ls, wk.le, wk.lid, nlit, sp, bt, wk.sym,
+                  wk.rank, wk.nxt, wk.prv, wk.heap, cache, wk.out_ids, wk.out_s, wk.out_e, 0)
+    return wk.out_ids[:m].astype(np.uint32), wk.out_s[:m].copy(), wk.out_e[:m].copy()
+
+
+@numba.njit(cache=True, nogil=True)
+def _decode_and_find(u8, f1, k1, c1, t1, f2, k2, c2, t2, has2, cps, char_start, ls, le, lid):
+    n = utf8_decode(u8, cps, char_start)
+    nlit = _find_literals(cps, n, f1, k1, c1, t1, f2, k2, c2, t2, has2, ls, le, lid)
+    return n, nlit
+
+
+@_inner
+def _starts_segment(c0, ls, le, nlit):
+    """Does character ``c0`` start a segment (the text's start or right after a literal)?"""
+    if c0 == 0:
+        return True
+    k = np.searchsorted(le[:nlit], c0)
+    return k < nlit and le[k] == c0
+
+
+# --- tables ------------------------------------------------------------------------------
+def build_sp_tables(tok) -> tuple[SpTables, _rules.BpeTables, list, list]:
+    """SentencePiece tables, the merges as ``rules.BpeTables``, and the (raw, normalized)
+    added-token literals; ``EngineUnsupported`` for what this engine does not implement."""
+    if tok.family != "sentencepiece":
+        raise EngineUnsupported(f"family {tok.family!r} is not SentencePiece BPE")
+    doc = tok.document()
+    model = doc.get("model") or {}
+    for key in ("dropout", "continuing_subword_prefix", "end_of_word_suffix"):
+        if model.get(key):
+            raise EngineUnsupported(f"BPE option {key}={model[key]!r} is not implemented")
+    fallback = stability.byte_fallback_chars(doc)
+    if not fallback.any():
+        raise EngineUnsupported(
+            "SentencePiece without usable byte fallback (a missing <0xXX> token or a merge "
+            "naming one): unknown characters would fuse into <unk>"
+        )
+    for t in tok.added_tokens:
+        if t.lstrip or t.rstrip or t.single_word:
+            raise EngineUnsupported(f"added token {t.content!r} uses lstrip/rstrip/single_word")
+        if t.normalized and t.content:
+            raise EngineUnsupported(
+                f"normalized added token {t.content!r} (matched on the normalized text)"
+            )
+    vocab: dict[str, int] = model["vocab"]
+    n_ids = max(tok.hf.get_vocab_size(with_added_tokens=True), max(vocab.values()) + 1)
+    singles = {ord(t): i for t, i in vocab.items() if len(t) == 1}
+    if "\u2581" not in vocab:
+        raise EngineUnsupported('the vocabulary lacks "▁"')
+    char_ids = np.full(max(singles) + 1, -1, dtype=np.int64)
+    for cp, i in singles.items():
+        if cp != 0x20 and not 0xD800 <= cp < 0xE000:
+            char_ids[cp] = i
+    # The engine's classes must be the certificate's: BYTES exactly where stability says.
+    engine_bytes = np.ones(0x110000, dtype=bool)
+    engine_bytes[: char_ids.size] = char_ids < 0
+    engine_bytes[[0x20, 0x2581]] = False
+    engine_bytes[0xD800:0xE000] = False
+    if not np.array_equal(engine_bytes, fallback):
+        raise EngineUnsupported("byte-fallback characters differ from the certificate's class")
+    byte_tok = np.array([vocab[f"<0x{b:02X}>"] for b in range(256)], dtype=np.int64)
+    nchars = np.zeros(n_ids, dtype=np.int64)
+    for t, i in vocab.items():
+        nchars[i] = len(t)
+    merges = model.get("merges") or []
+    left = np.empty(len(merges), dtype=np.int64)
+    right = np.empty(len(merges), dtype=np.int64)
+    merged = np.empty(len(merges), dtype=np.int64)
+    for r, m in enumerate(merges):
+        a, b = m.split(" ", 1) if isinstance(m, str) else m
+        left[r], right[r], merged[r] = vocab[a], vocab[b], vocab[a + b]
+    ranks = np.arange(len(merges), dtype=np.int64)
+    keys = (left << 32) | right
+    _, first_idx = np.unique(keys, return_index=True)  # a pair listed twice keeps its first rank
+    first_idx.sort()
+    merge_table = build_merge_table(left[first_idx], right[first_idx], ranks[first_idx])
+    z = np.zeros(1, np.int64)
+    bt = _rules.BpeTables(
+        z, merge_table, merged.astype(np.int32) if len(merged) else np.zeros(1, np.int32),
+        build_pair_filter(merge_table), z, z, z, np.zeros(1, np.uint8), z, False, z,
+        np.zeros((1, _rules.SHORT_COLS), np.int64),
+    )  # fmt: skip
+    pairs = set()
+    for t in vocab:
+        if len(t) > 1 and not _BYTE_TOKEN.fullmatch(t):
+            pairs.update((ord(a), ord(b)) for a, b in zip(t, t[1:]))
+    ascii_pairs = np.zeros(256, dtype=np.uint64)
+    for a, b in pairs:
+        if a < 128 and b < 128:
+            q = (a << 7) | b
+            ascii_pairs[q >> 6] |= np.uint64(1) << np.uint64(q & 63)
+    sp = SpTables(char_ids, byte_tok, nchars, np.ones(n_ids, dtype=np.int64),
+                  int(vocab["\u2581"]), _hash_set({(a << 21) | b for a, b in pairs}),
+                  ascii_pairs.view(np.int64))  # fmt: skip
+    raw = [(t.content, t.id) for t in tok.added_tokens if t.content and not t.normalized]
+    return sp, bt, raw, []
+
+
+_BYTE_TOKEN = re.compile(r"<0x[0-9A-F]{2}>")
+
+
+def _hash_set(keys: set[int]) -> np.ndarray:
+    """Open-addressing int64 set (-1 empty, load <= 1/4) probed as ``_joinable`` does."""
+    cap = 16
+    while cap < 4 * len(keys):
+        cap <<= 1
+    table = np.full(cap, -1, dtype=np.int64)
+    for key in sorted(keys):
+        h = (((key * 0x9E3779B1) & M63) >> 16) & (cap - 1)
+        while table[h] >= 0:
+            h = (h + 1) & (cap - 1)
+        table[h] = key
+    return table
+
+
+def _new_workspace(cap: int) -> _cpu.Workspace:
+    wk = _cpu.new_workspace(cap)
+    e = np.empty
+    return wk._replace(out_ids=e(2 * cap + 2, np.int64), out_s=e(2 * cap + 2, np.int64),
+                       out_e=e(2 * cap + 2, np.int64))  # fmt: skip
+
+
+class SentencePieceEngine:
+    """toktier's exact CPU engine for SentencePiece BPE (``Engine`` protocol)."""
+
+    name = "numba-cpu-sentencepiece"
+
+    def __init__(self, tok, *, threads: int | None = None,
+                 workspace_bytes: int = _cpu.WORKSPACE_MAX_BYTES):  # fmt: skip
+        self.tokenizer = tok
+        self.workspace_bytes = workspace_bytes
+        self.sp, self.bpe, raw, normed = build_sp_tables(tok)
+        lit, nlit = build_trie(raw), build_trie(normed)
+        self._trie_args = (lit.first, lit.keys, lit.child, lit.term,
+                           nlit.first, nlit.keys, nlit.child, nlit.term, nlit.size > 0)  # fmt: skip
+        self._class_of = stability.class_map_for(tok)
+        self._stable = np.ascontiguousarray(stability.cut_matrix(tok.family))
+        self.threads = threads or numba.config.NUMBA_NUM_THREADS
+        self.compile_seconds: float | None = None
+        self._encode_kernel = _jit.BoundKernel(_sp_encode_text)
+        self._local = threading.local()
+        self._threads_seen = 0
+        self._lock = threading.Lock()  # guards the parts pool
+        self._parts_pool: ThreadPoolExecutor | None = None
+        self._parts_pid = os.getpid()
+        self.literal_probes = check_literals(tok, lambda text: self.encode(text)[0])
+
+    def __repr__(self) -> str:
+        return f"SentencePieceEngine({self.tokenizer.name!r})"
+
+    def sp_args(self) -> SpArgs:
+        return SpArgs(*self._trie_args, self.sp, self.bpe)
+
+    # --- per-thread state ------------------------------------------------------------------
+    def _workspace(self, nb: int) -> _cpu.Workspace:
+        if nb > self.workspace_bytes:
+            return _new_workspace(nb)
+        wk = getattr(self._local, "workspace", None)
+        if wk is None or wk.cps.size < nb:
+            cap = min(self.workspace_bytes, max(nb, 2 * (0 if wk is None else wk.cps.size), 1 << 12))
+            wk = self._local.workspace = _new_workspace(cap)
+        return wk
+
+    def _cache(self) -> np.ndarray:
+        """This thread's piece cache, kept across calls (``rules`` short-cache rows)."""
+        cache = getattr(self._local, "cache", None)
+        if cache is None:
+            self._threads_seen += 1
+            cache = self._local.cache = _cpu._aligned_zeros((CACHE_SLOTS, CACHE_COLS))
+        return cache
+
+    @property
+    def cache_bytes(self) -> int:
+        """Bytes held by piece caches now: CACHE_SLOTS x 64 B (4 MiB) per thread that has
+        encoded (parallel parts run on pool threads, each with its own cache)."""
+        return CACHE_SLOTS * CACHE_COLS * 8 * self._threads_seen
+
+    def warmup(self) -> float:
+        t0 = time.perf_counter()
+        sample = "Hello, world! It's 2026 — 123456789 spaces   \n\n\tx\r\n中文 ▁x" * 3
+        self.encode(sample)
+        self.encode_parallel(sample * 8, threads=2, min_chars=0)
+        self.compile_seconds = time.perf_counter() - t0
+        return self.compile_seconds
+
+    # --- encode ------------------------------------------------------------------------------
+    def encode(self, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ids uint32, starts int64, ends int64): exact IDs and each token's character span."""
+        check_text(text)
+        u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        return self._encode_u8(u8, True)
+
+    def _encode_u8(self, u8: np.ndarray, prepend0: bool):
+        return self._encode_kernel(u8, prepend0, *self._trie_args, self.sp, self.bpe,
+                                   self._cache(), self._workspace(u8.size))  # fmt: skip
+
+    def encode_full(self, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.encode_parallel(text)
+
+    def _prepare(self, u8: np.ndarray):
+        nb = u8.size
+        cps = np.empty(nb, np.uint32)
+        char_start = np.empty(nb + 1, np.int64)
+        ls, le, lid = (np.empty(nb, np.int64) for _ in range(3))
+        n, nlit = _decode_and_find(u8, *self._trie_args, cps, char_start, ls, le, lid)
+        return n, nlit, cps, char_start, ls, le, lid
+
+    def certified_cuts(self, text: str) -> np.ndarray:
+        """Every position where ``encode_parallel`` may cut ``text`` (for certification)."""
+        check_text(text)
+        n, nlit, cps, _cs, ls, le, _lid = self._prepare(
+            np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        )
+        fl = np.zeros(n, np.uint16)  # no NFC: class bits unused by the cut rule
+        return _cpu._all_cuts(n, cps, fl, self._class_of, self._stable, False, ls, le, nlit)
+
+    def encode_parallel(
+        self, text: str, threads: int | None = None, *, min_chars: int = MIN_PARALLEL_CHARS
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Like ``encode``, cut at certified boundaries into chunks merged on every core.
+
+        A chunk that starts inside a segment gets no "▁" of its own; one that starts
+        the text or follows a literal does (``_starts_segment``).
+        """
+        check_text(text)
+        threads = threads or self.threads
+        if len(text) < min_chars or threads <= 1:
+            return self.encode(text)
+        u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        n, nlit, cps, char_start, ls, le, lid = self._prepare(u8)
+        fl = np.zeros(n, np.uint16)
+        cut_args = (n, cps, fl, self._class_of, self._stable, False, ls, le, nlit)
+        chunks = _cpu.CpuEngine._chunks(0, n, threads, cut_args, min_chars=0)
+        if len(chunks) < 2:
+            return self.encode(text)
+        # Each part runs the single-thread path on its own thread (the compiled call releases
+        # the GIL); a part cut out of a segment gets no "▁" of its own.
+        parts = [(int(char_start[a]), int(char_start[b]), bool(_starts_segment(a, ls, le, nlit)))
+                 for a, b in chunks]  # fmt: skip
+        pool = self._executor(len(parts) - 1)
+        futures = [pool.submit(self._encode_u8, u8[x:y], pre) for x, y, pre in parts[1:]]
+        x, y, pre = parts[0]
+        results = [self._encode_u8(u8[x:y], pre)] + [f.result() for f in futures]
+        ids = np.concatenate([r[0] for r in results])
+        starts = np.concatenate([r[1] + a for r, (a, _b) in zip(results, chunks, strict=True)])
+        ends = np.concatenate([r[2] + a for r, (a, _b) in zip(results, chunks, strict=True)])
+        return ids, starts, ends
+
+    def _executor(self, workers: int) -> ThreadPoolExecutor:
+        """Threads for ``encode_parallel`` (the caller's thread encodes the first part)."""
+        with self._lock:
+            ex = self._parts_pool
+            if ex is None or ex._max_workers < workers or self._parts_pid != os.getpid():
+                ex = self._parts_pool = ThreadPoolExecutor(
+                    max_workers=workers, thread_name_prefix="toktier-sp"
+                )
+                self._parts_pid = os.getpid()
+            return ex
+
+
+__all__ = ["SentencePieceEngine", "SpTables", "build_sp_tables"]
