@@ -28,7 +28,7 @@
 # be read for the published value.
 
 # %% tags=["parameters"]
-tokenizers = ["llama3", "qwen3", "gpt-oss"]
+tokenizers = ["llama3", "qwen3", "gpt-oss", "mistral-sp-v3"]
 trials = 300
 seed = 0
 results_dir = "results"

@@ -24,7 +24,8 @@
 # next turn). The tier must be exact everywhere; the others are measured.
 
 # %% tags=["parameters"]
-tokenizers = ["llama3", "qwen3", "qwen3.6", "gpt-oss", "deepseek-v4", "cl100k", "bert-uncased"]
+tokenizers = ["llama3", "qwen3", "qwen3.6", "gpt-oss", "deepseek-v4", "cl100k", "bert-uncased", "tekken",
+              "mistral-sp-v3"]
 seams = 40
 sessions = 2
 sweep = False

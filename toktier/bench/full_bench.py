@@ -28,7 +28,7 @@ import textwrap
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..engine.cpu import CpuEngine
+from ..engine.cpu import new_engine
 from .streams import _segments
 from .timing import time_ms
 
@@ -70,7 +70,7 @@ def methods(tok, *, lopt_workers: int | None = None, lopt: bool = True) -> dict:
     ``lopt=False`` leaves out the LoPT reproduction (its worker processes)."""
     # Two engine objects: the methods time the same text one after the other, and a shared
     # engine's piece caches would hand the second method the first one's pieces.
-    eng, eng_all = CpuEngine(tok), CpuEngine(tok)
+    eng, eng_all = new_engine(tok), new_engine(tok)
     eng.warmup()
     eng_all.warmup()
     out = {
@@ -158,10 +158,10 @@ def compile_seconds(tok_name: str) -> dict:
     code = textwrap.dedent(
         f"""
         import time, toktier
-        from toktier.engine.cpu import CpuEngine
+        from toktier.engine.cpu import new_engine
         tok = toktier.load({tok_name!r})
         t0 = time.perf_counter()
-        CpuEngine(tok).warmup()
+        new_engine(tok).warmup()
         print(time.perf_counter() - t0)
         """
     )

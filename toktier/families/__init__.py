@@ -8,6 +8,6 @@ anything else is ``unsupported`` and always takes the reference path.
 
 from __future__ import annotations
 
-from .detect import BYTE_LEVEL_FAMILIES, FAMILIES, classify, detect_family
+from .detect import BYTE_LEVEL_FAMILIES, ENGINE_FAMILIES, FAMILIES, classify, detect_family
 
-__all__ = ["BYTE_LEVEL_FAMILIES", "FAMILIES", "classify", "detect_family"]
+__all__ = ["BYTE_LEVEL_FAMILIES", "ENGINE_FAMILIES", "FAMILIES", "classify", "detect_family"]

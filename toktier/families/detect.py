@@ -9,6 +9,9 @@ FAMILIES = (
     "unsupported",
 )  # fmt: skip
 BYTE_LEVEL_FAMILIES = ("cl100k", "qwen", "qwen-lm", "o200k", "tekken", "deepseek")
+# Families with a compiled CPU engine (``engine.cpu.new_engine``); the GPU engine has the
+# byte-level ones only.
+ENGINE_FAMILIES = (*BYTE_LEVEL_FAMILIES, "sentencepiece")
 
 # (split patterns in order, normalizer) -> family
 _BYTE_LEVEL_SHAPES = {

@@ -7,7 +7,7 @@ from pathlib import Path
 from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import min_version, validate
 
-from toktier.families.detect import BYTE_LEVEL_FAMILIES  # the families with engine rules
+from toktier.families.detect import ENGINE_FAMILIES  # the families with a compiled CPU engine
 
 min_version("9.0")
 
@@ -35,10 +35,10 @@ MIRROR = os.environ.get("TOKTIER_DATA_MIRROR") or (
 TOKENIZERS = config["tokenizers"]
 # What applies to each tokenizer, from the manifest (its family is checked against
 # detection by the tests): conversion campaigns for converted files, engine campaigns
-# for byte-level families, repair campaigns for every family with a certificate.
+# for families with a compiled engine, repair campaigns for every family with a certificate.
 _MANIFEST = json.loads((ROOT / "toktier" / "manifest.json").read_text(encoding="utf-8"))["tokenizers"]
 CONVERTED = [n for n in TOKENIZERS if _MANIFEST[n]["recipe"]["kind"] in ("tiktoken", "tekken", "sentencepiece")]
-ENGINE_TOKENIZERS = [n for n in TOKENIZERS if _MANIFEST[n]["family"] in BYTE_LEVEL_FAMILIES]
+ENGINE_TOKENIZERS = [n for n in TOKENIZERS if _MANIFEST[n]["family"] in ENGINE_FAMILIES]
 REPAIRABLE = [n for n in TOKENIZERS if _MANIFEST[n]["family"] != "unsupported"]
 
 
