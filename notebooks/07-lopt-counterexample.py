@@ -116,7 +116,9 @@ bars = per[["accepted", "divergent", "certificate_refuses_divergent"]].rename(
 )
 by_o = table[table.overlap != "all"].copy()
 by_o["overlap"] = by_o["overlap"].astype(int)
-fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5.2), gridspec_kw={"width_ratios": [1.1, 1]})
+fig, (ax1, ax2) = plt.subplots(
+    1, 2, figsize=(13, 1.6 + 0.55 * len(bars)), gridspec_kw={"width_ratios": [1.1, 1]}
+)
 bars[::-1].plot.barh(ax=ax1, color=["#9ecae1", "#de2d26", "#31a354"], width=0.8)
 ax1.set(
     xlabel="seams",
@@ -124,7 +126,8 @@ ax1.set(
     xlim=(0, bars.to_numpy().max() * 1.18),
     title=f"(a) {trials} inputs × {lopt_search.SEAMS_PER_INPUT} seams per tokenizer",
 )
-ax1.legend(loc="lower right", fontsize=8)
+# below the axes: with many tokenizers every corner of (a) holds bars
+ax1.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3, fontsize=8, frameon=False)
 for c in ax1.containers:
     ax1.bar_label(c, fontsize=8, padding=2, fmt="{:,.0f}")
 wrong = by_o[by_o.divergent > 0]
