@@ -53,7 +53,7 @@ def test_tokenizers_table_says_why_a_tokenizer_stays_on_the_reference(capsys, tm
     out = capsys.readouterr().out
     assert "outside the SentencePiece shape" in out
     assert "no compiled WordPiece engine" in out and "engine + repair" in out  # tekken
-    assert "engine + repair (SentencePiece engine, CPU)" in out
+    assert "engine + repair (SentencePiece rules)" in out
 
 
 def test_bench_continuation_times_any_tokenizer_and_checks_the_tier(tmp_path, capsys,

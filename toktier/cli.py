@@ -44,7 +44,7 @@ def _route(tok) -> str:
         from .families.stability import byte_fallback_chars
 
         if byte_fallback_chars(tok.document()).any():
-            return "engine + repair (SentencePiece engine, CPU)"
+            return "engine + repair (SentencePiece rules)"
         return "reference + repair (no byte fallback: no compiled engine)"
     return f"reference only: {tok.unsupported_reason}"
 

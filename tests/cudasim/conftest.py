@@ -13,7 +13,8 @@ Under the simulator every kernel runs as Python threads (``engine.gpu.sim``
 gives it warp shuffles), so these tests use small inputs that still reach
 every path: all six byte-level tokenizers, thread/warp/block/heap BPE,
 batches, literals, split level, the certified cuts, graph-replay host logic,
-NFC delegation, broken kernels caught, and the GPU certification campaign.
+NFC delegation, broken kernels caught, the GPU certification campaign, and
+SentencePiece BPE (its segment kernel, the prepended "▁" per document and literal).
 """
 
 from __future__ import annotations

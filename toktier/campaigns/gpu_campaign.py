@@ -67,10 +67,14 @@ class GpuCertifier(Certifier):
         self.engine.warmup()
         device = "cudasim" if engine.backend == "cudasim" else "gpu"
         self.report = GpuCertification(tok.name, tok.family, device=device)
-        self._pretok = tok.hf.pre_tokenizer.pre_tokenize_str
+        pre = tok.hf.pre_tokenizer
+        self._pretok = pre.pre_tokenize_str if pre is not None else None  # None: SentencePiece
+        self._prepends = tok.family == "sentencepiece"
 
     def check_split_batch(self, texts: list[str]) -> None:
         r = self.report
+        if self._pretok is None:
+            return
         r.batch_runs += 1
         for text, (_starts, ends) in zip(texts, self.engine.split_batch(texts), strict=True):
             ref = self._pretok(text)

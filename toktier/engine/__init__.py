@@ -6,6 +6,8 @@
 - ``reference``: HF tokenizers itself (every family; WordPiece and unsupported stay here);
 - ``cpu``: toktier's numba engine for the byte-level BPE families, certified against the
   reference (``toktier certify-engine``), the default wherever it applies;
+  ``sentencepiece``: the same for SentencePiece BPE (``rules.sp_*``; ``cpu.new_engine``
+  picks the engine of a tokenizer's family);
 - ``gpu``: the same rules as a chain of numba-cuda kernels (``engine.gpu.GpuEngine``; a CUDA
   GPU with CuPy, or the CUDA simulator in CI), certified with ``certify-engine --device gpu``.
 """

@@ -52,6 +52,13 @@ F_QWEN_LM = 2  # \p{N}, marks inside letter runs
 F_O200K = 3
 F_DEEPSEEK = 4
 F_TEKKEN = 5  # o200k without contractions, \p{N}
+F_SENTENCEPIECE = 6  # no pre-tokenizer: rules.sp_* (SentencePiece BPE with byte fallback)
+
+# SentencePiece character classes (families.stability's SPACE / OTHER / BYTES) and "▁".
+SP_OTHER = 0
+SP_SPACE = 1
+SP_BYTES = 2
+METASPACE = 0x2581
 
 EMPTY_KEY = -1
 CACHE_SLOTS = 65536  # short-piece cache rows on the CPU, in 2-way sets (any power of two >= 2)
@@ -92,6 +99,18 @@ class BpeTables(NamedTuple):
     ignore_merges: bool
     nbytes: np.ndarray  # int64: byte length of each token
     smap: np.ndarray  # the read-only short-piece map (cpu.build_short_map)
+
+
+class SpTables(NamedTuple):
+    """What the SentencePiece rules read besides the merges (``BpeTables``)."""
+
+    char_ids: np.ndarray  # int64[max code point + 1]: id of the one-character entry, -1 none
+    byte_tok: np.ndarray  # int64[256]: id of <0xXX>
+    nchars: np.ndarray  # int64[n_ids]: a token's length in normalized characters
+    ones: np.ndarray  # int64[n_ids] of 1 (the piece cache's per-token byte lengths: unused)
+    space_id: int  # id of "▁"
+    bigrams: np.ndarray  # int64 hash set of (a << 21 | b): characters adjacent in some entry
+    ascii_pairs: np.ndarray  # int64[256]: the same for two ASCII characters, bit a << 7 | b
 
 
 PREFETCH_AHEAD = 4  # pieces: how far ahead the piece loop asks for its table rows (rules.encode_range)
@@ -1058,6 +1077,215 @@ def make(jit, prefetch_row=None):
         if nj >= 0:
             prv[nj] = k
         return nj
+
+    # --- SentencePiece BPE (family F_SENTENCEPIECE; ``engine.sentencepiece``) ---------------
+    # A segment (text between added literals) is one BPE word over its characters, "▁"
+    # prepended, spaces as "▁", characters outside the vocabulary as byte tokens.  It is
+    # merged piece by piece, cut where no merge can cross (the module docstring there).
+    @jit
+    def sp_class(char_ids, c):
+        """SP_SPACE (" " or "▁"), SP_OTHER (a one-character entry) or SP_BYTES (byte fallback)."""
+        if c == 32 or c == METASPACE:
+            return SP_SPACE
+        if c < char_ids.size and char_ids[c] >= 0:
+            return SP_OTHER
+        return SP_BYTES
+
+    @jit
+    def sp_joinable(bigrams, ascii_pairs, a, b):
+        """May a merge ever join characters ``a`` and ``b``?  Only if some vocabulary entry
+        holds them adjacent (spaces as "▁"): every merge makes an entry, so otherwise none
+        can.  ASCII pairs come from a 2 KB bit table, the rest from a hash set."""
+        if a == 32:
+            a = METASPACE
+        if b == 32:
+            b = METASPACE
+        if a < 128 and b < 128:
+            q = (int(a) << 7) | int(b)
+            return (ascii_pairs[q >> 6] >> (q & 63)) & 1 != 0
+        key = (int(a) << 21) | int(b)
+        mask = bigrams.size - 1
+        h = (((key * 0x9E3779B1) & M63) >> 16) & mask
+        while True:
+            k = bigrams[h]
+            if k == key:
+                return True
+            if k < 0:
+                return False
+            h = (h + 1) & mask
+
+    @jit
+    def sp_key(u8, b0, b1, prepend):
+        """Exact piece-cache key (lw, w0, w1) of a piece's bytes, "▁" (E2 96 81) first if
+        ``prepend``: the layout of ``piece_words`` (at most CACHE_MAX_BYTES)."""
+        lw = b1 - b0
+        w0 = 0
+        w1 = 0
+        d = 0
+        if prepend:
+            lw += 3
+            w0 = 0x8196E2  # E2 96 81, little-endian
+            d = 3
+        for k in range(b0, b1):
+            v = int(u8[k])
+            if d < 7:
+                w0 = w0 | (v << (8 * d))
+            elif d < 14:
+                w1 = w1 | (v << (8 * (d - 7)))
+            else:
+                lw = lw | (v << (8 * (d - 13)))
+            d += 1
+        return lw, w0, w1
+
+    @jit
+    def sp_spans(nchars, ids, i0, i1, ps, prepend, out_s, out_e):
+        """Character spans of the tokens ``ids[i0:i1]`` of a piece starting at character ``ps``:
+        a token's normalized length is a function of its id; the prepended "▁" belongs to
+        the first character (alone, it gets that character's span)."""
+        a = 0
+        p = 1 if prepend else 0
+        for t in range(i0, i1):
+            w = nchars[ids[t]]
+            s = ps + max(a - p, 0)
+            e = ps + a + w - p
+            if e <= s:
+                e = s + 1
+            out_s[t] = s
+            out_e[t] = e
+            a += w
+
+    @jit
+    def sp_merge(cps, ps, pe, prepend, char_ids, space_id, bt, sym, rank, nxt, prv, heap):
+        """BPE of the piece ``[ps, pe)`` (spaces, then other characters): ``sym[:m]``, m returned."""
+        m = 0
+        if prepend:
+            sym[0] = space_id
+            m = 1
+        for i in range(ps, pe):
+            c = cps[i]
+            if c == 32 or c == METASPACE:
+                sym[m] = space_id
+            else:
+                sym[m] = char_ids[c]
+            m += 1
+        for k in range(m - 1):
+            rank[k] = pair_code(bt, sym[k], sym[k + 1])
+        if m <= SMALL_PIECE:
+            return merge_small(sym, rank, m, bt)
+        return merge_large(sym, rank, nxt, prv, heap, m, bt)
+
+    @jit
+    def sp_segment(cps, u8, char_start, lo, hi, prepend, sp, bt, sym, rank, nxt, prv, heap,
+                   cache, use_cache, out_ids, out_s, out_e, n):  # fmt: skip
+        """Tokens of characters ``[lo, hi)`` of one segment (no literal inside), from ``n``.
+
+        ``prepend``: ``lo`` starts the segment (the reference's "▁" goes first).  The
+        piece loop, a cache hit and the spans are inline (passing the table tuples to a
+        call costs more than a cached piece); a miss calls the merges.  ``use_cache``:
+        the CPU's per-thread piece cache; the GPU has none (threads would race).
+        Workspaces: ``sym``.. hold the longest piece plus one, ``heap`` three times that.
+        """
+        char_ids = sp.char_ids
+        nchars = sp.nchars
+        space_id = sp.space_id
+        i = lo
+        first = prepend
+        while i < hi:
+            c = cps[i]
+            k = sp_class(char_ids, c)
+            if k == SP_BYTES:
+                if first:  # "▁" then a byte-fallback character: never merged, a piece alone
+                    out_ids[n] = space_id
+                    out_s[n] = i
+                    out_e[n] = i + 1
+                    n += 1
+                for b in range(char_start[i], char_start[i + 1]):
+                    out_ids[n] = sp.byte_tok[u8[b]]
+                    out_s[n] = i
+                    out_e[n] = i + 1
+                    n += 1
+                first = False
+                i += 1
+                continue
+            # A piece: spaces, then other characters (the certificate's cut), and shorter
+            # still: it ends where no vocabulary entry holds the two characters adjacent.
+            j = i + 1
+            prev_space = k == SP_SPACE
+            while j < hi:
+                kj = sp_class(char_ids, cps[j])
+                if kj == SP_BYTES or (kj == SP_SPACE and not prev_space):
+                    break
+                if not sp_joinable(sp.bigrams, sp.ascii_pairs, cps[j - 1], cps[j]):
+                    break
+                prev_space = kj == SP_SPACE
+                j += 1
+            if j == i + 1 and not first:  # one character: its own token
+                out_ids[n] = space_id if k == SP_SPACE else char_ids[c]
+                out_s[n] = i
+                out_e[n] = j
+                n += 1
+                i = j
+                continue
+            b0 = char_start[i]
+            b1 = char_start[j]
+            cacheable = use_cache and b1 - b0 + (3 if first else 0) <= CACHE_MAX_BYTES
+            hit = False
+            m = 0
+            lw = 0
+            w0 = 0
+            w1 = 0
+            h = 0
+            if cacheable:
+                lw, w0, w1 = sp_key(u8, b0, b1, first)
+                h = piece_hash(lw, w0, w1)
+                r = cache_find(cache, h, lw, w0, w1)
+                if r >= 0:
+                    m = (cache[r, 0] >> 24) & 0xF
+                    for q in range(m):
+                        w = cache[r, 3 + (q >> 1)]
+                        out_ids[n + q] = (w >> (32 * (q & 1))) & 0xFFFFFFFF
+                    hit = True
+            if not hit:
+                m = sp_merge(cps, i, j, first, char_ids, space_id, bt, sym, rank, nxt, prv, heap)
+                for q in range(m):
+                    out_ids[n + q] = sym[q]
+                if cacheable:
+                    cache_store(cache, h, lw, w0, w1, out_ids, n, n + m, sp.ones)
+            sp_spans(nchars, out_ids, n, n + m, i, first, out_s, out_e)
+            n += m
+            first = False
+            i = j
+        return n
+
+    @jit
+    def sp_range(c0, c1, prepend0, cps, u8, char_start, ls, le, lid, lit0, nlit, sp, bt, sym,
+                 rank, nxt, prv, heap, cache, use_cache, out_ids, out_s, out_e, n):  # fmt: skip
+        """Tokens of characters ``[c0, c1)``: literals ``lit0..`` inside it, segments between.
+
+        ``prepend0``: ``c0`` starts a segment (the text's start or a literal's end); a
+        range starting at a certified cut inside a segment has no "▁" of its own.
+        """
+        k = lit0
+        pos = c0
+        prepend = prepend0
+        while pos < c1:
+            seg_end = c1
+            if k < nlit and ls[k] < c1:
+                seg_end = ls[k]
+            if seg_end > pos:
+                n = sp_segment(cps, u8, char_start, pos, seg_end, prepend, sp, bt, sym, rank, nxt,
+                               prv, heap, cache, use_cache, out_ids, out_s, out_e, n)  # fmt: skip
+            if seg_end < c1:
+                out_ids[n] = lid[k]
+                out_s[n] = ls[k]
+                out_e[n] = le[k]
+                n += 1
+                pos = le[k]
+                k += 1
+                prepend = True
+            else:
+                pos = c1
+        return n
 
     class Rules:
         pass

@@ -442,8 +442,8 @@ def plan_sentencepiece(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s,
     nw = utf8_decode(u8, wk.cps, wk.char_start)
     nlit = _find_literals(wk.cps, nw, sa.f1, sa.k1, sa.c1, sa.t1, sa.f2, sa.k2, sa.c2, sa.t2,
                           sa.has2, wk.ls, wk.le, wk.lid)  # fmt: skip
-    nf = _sp_range(0, nw, True, wk.cps, u8, wk.char_start, wk.ls, wk.le, wk.lid, nlit, sa.sp,
-                   sa.bpe, wk.sym, wk.rank, wk.nxt, wk.prv, wk.heap, cache, wk.f_ids, wk.f_s,
+    nf = _sp_range(0, nw, True, wk.cps, u8, wk.char_start, wk.ls, wk.le, wk.lid, 0, nlit, sa.sp,
+                   sa.bpe, wk.sym, wk.rank, wk.nxt, wk.prv, wk.heap, cache, True, wk.f_ids, wk.f_s,
                    wk.f_e, 0)  # fmt: skip
     plan_core(ra, wk.cps, nw, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
               wk.f_ids, wk.f_s, wk.f_e, nf, wk)  # fmt: skip

@@ -9,8 +9,8 @@ FAMILIES = (
     "unsupported",
 )  # fmt: skip
 BYTE_LEVEL_FAMILIES = ("cl100k", "qwen", "qwen-lm", "o200k", "tekken", "deepseek")
-# Families with a compiled CPU engine (``engine.cpu.new_engine``); the GPU engine has the
-# byte-level ones only.
+# Families with a compiled engine (``engine.cpu.new_engine`` on the CPU, ``engine.gpu`` on
+# the device): the byte-level ones and SentencePiece BPE.
 ENGINE_FAMILIES = (*BYTE_LEVEL_FAMILIES, "sentencepiece")
 
 # (split patterns in order, normalizer) -> family

@@ -44,6 +44,14 @@ bucket -- never from a count computed on the device):
    as the CPU's ``emit_piece``: paper App. F, Route C) into one packed int64
    buffer ``[ids | starts | ends]``.
 
+SentencePiece BPE (no pre-tokenizer; ``rules.sp_*``): stages 1-3 as above, then
+one thread per segment runs ``rules.sp_segment`` -- its pieces (cut where no merge
+can cross), their merges (``merge_small``/``merge_large``) and spans -- into slots
+``char_start[lo] + k`` (a segment yields at most its bytes plus one "▁"); a segment
+that starts a document or follows a literal gets the prepended "▁", one that starts
+at a certified cut does not (``stages.k_sp_segments``); a scan and ``k_sp_output``
+pack the result.
+
 Host synchronizations per request: one copy of ``meta`` (counts and the NFC
 flag), one copy of the packed output -- 2.  On a real GPU the single-request
 chain is captured once per input-size bucket as a CUDA graph (CuPy stream
@@ -143,6 +151,8 @@ from .stages import (
     k_mark_literals,
     k_output,
     k_pretokenize,
+    k_sp_output,
+    k_sp_segments,
     k_start_flags,
 )
 
@@ -208,6 +218,8 @@ __all__ = [
     "k_scan_apply",
     "k_scan_reduce",
     "k_scan_sums",
+    "k_sp_output",
+    "k_sp_segments",
     "k_start_flags",
     "local_best",
     "merge_at",

@@ -4,7 +4,10 @@ The engine builds the device tables once per tokenizer (three named tuples,
 ``device.TextTables``/``LiteralTrie``/``BpeTables``), keeps one workspace of
 buffers per input-size bucket, and launches the kernel chain of ``stages``,
 ``scans`` and ``bpe`` on its backend's stream (``backends``); see the package
-docstring for the pipeline and its exactness argument.
+docstring for the pipeline and its exactness argument.  A SentencePiece tokenizer
+(built from its ``SentencePieceEngine``) shares the front stages (decode, literals,
+certified cuts) and replaces pre-tokenization, BPE and output with
+``stages.k_sp_segments`` / ``k_sp_output`` (``rules.sp_segment`` per segment).
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ from .device import (
 )
 from .sim import SIMULATOR
 
+SpTables = _rules.SpTables
+
 
 # --- host side ------------------------------------------------------------------------------
 class GpuUnavailable(EngineUnsupported):
@@ -81,10 +86,17 @@ class _Workspace:
         self.char_start = e(cap + 1, _INT)
         self.seg_lo = e(cap + 1, _INT)
         self.piece_lo = e(cap + 1, _INT)
+        # SentencePiece: a segment yields up to its bytes plus one "▁" (slots from
+        # char_start[lo] + k), so its token and scratch buffers are twice as long.
+        tok_cap = 2 * cap + 2 if engine.sp_tables is not None else cap
+        if engine.sp_tables is not None:
+            self.otmp = e(tok_cap, _INT)
+            self.o_s = e(tok_cap, _INT)
+            self.o_e = e(tok_cap, _INT)
         for name in ("sym", "rnk", "nxt", "prv"):
-            setattr(self, name, e(cap, np.int64))
-        self.heap = e(3 * cap, np.int64)
-        self.packed = e(3 * cap, np.int64)
+            setattr(self, name, e(tok_cap, np.int64))
+        self.heap = e(3 * tok_cap, np.int64)
+        self.packed = e(3 * tok_cap, np.int64)
         tile = g.scan_bd * g.scan_ipt
         self.sums = e(-(-(cap + 1) // tile) + 1, np.int64)
         self.set_docs(be, np.zeros(1, dtype=_INT), docs)
@@ -110,7 +122,7 @@ class _Stats:
 
 
 class GpuEngine:
-    """toktier's exact GPU engine for one tokenizer (byte-level BPE families)."""
+    """toktier's exact GPU engine for one tokenizer (byte-level BPE and SentencePiece BPE)."""
 
     name = "gpu"
 
@@ -121,10 +133,9 @@ class GpuEngine:
         if _backend is None and not self.available():
             raise GpuUnavailable("no usable CUDA GPU with CuPy (and NUMBA_ENABLE_CUDASIM is off)")
         self.tokenizer = tok
-        if tok.family == "sentencepiece":
-            raise EngineUnsupported("SentencePiece BPE has no GPU rules yet (the CPU engine serves it)")
         self._cpu = cpu or engine_for(tok) or CpuEngine(tok)  # raises EngineUnsupported
-        self.tables = t = self._cpu.tables
+        sp_engine = getattr(self._cpu, "sp", None) is not None  # SentencePieceEngine
+        self.tables = t = self._cpu.tables if not sp_engine else self._cpu.text_tables()
         self._be = be = _backend or _make_backend()
         if block_max < WARP_MAX:
             raise ValueError(f"block_max must be >= {WARP_MAX}")
@@ -152,6 +163,23 @@ class GpuEngine:
             LiteralTrie(d(trie.first), d(trie.keys), d(trie.child), d(trie.term))
             for trie in (t.literals, t.normalized_literals)
         )
+        self.sp_tables = None
+        if sp_engine:  # SentencePiece: its own merges, the character tables (rules.SpTables)
+            b, sp = self._cpu.bpe, self._cpu.sp
+            self.bpe_tables = BpeTables(*(d(x) if isinstance(x, np.ndarray) else x for x in b))
+            self.sp_tables = SpTables(*(d(x) if isinstance(x, np.ndarray) else x for x in sp))
+            self._no_cache = d(np.zeros((1, _rules.CACHE_COLS), dtype=np.int64))
+        else:
+            self._build_bpe_tables(t, d)
+        self._lock = threading.Lock()
+        self._inflight = 0
+        self._inflight_lock = threading.Lock()
+        self._spaces: dict[int, _Workspace] = {}  # single requests (graphs live here)
+        self._batch_spaces: dict[int, _Workspace] = {}
+        self._stats = _Stats()
+        self.compile_seconds: float | None = None
+
+    def _build_bpe_tables(self, t, d) -> None:
         self.bpe_tables = BpeTables(
             byte_ids=d(t.byte_ids),
             merges=d(t.merge_table),
@@ -166,13 +194,6 @@ class GpuEngine:
             nbytes=d(t.token_nbytes),
             smap=d(np.zeros((1, _rules.SHORT_COLS), dtype=np.int64)),  # the GPU has no map
         )
-        self._lock = threading.Lock()
-        self._inflight = 0
-        self._inflight_lock = threading.Lock()
-        self._spaces: dict[int, _Workspace] = {}  # single requests (graphs live here)
-        self._batch_spaces: dict[int, _Workspace] = {}
-        self._stats = _Stats()
-        self.compile_seconds: float | None = None
 
     def __repr__(self) -> str:
         return f"GpuEngine({self.tokenizer.name!r}, backend={self._be.name}, graphs={self.graphs})"
@@ -312,6 +333,14 @@ class GpuEngine:
         L(S.k_close, 1, 1, ws.meta, M_NSEG, M_N, ws.seg_lo)
         if stage == "cuts":
             return
+        if self.sp_tables is not None:  # SentencePiece: stages 4-6 in one kernel per segment
+            L(S.k_sp_segments, el, g.bd, ws.meta, ws.seg_lo, ws.cps, ws.char_start, ws.u8,
+              ws.lmark, ws.lid, self.sp_tables, tables, ws.sym, ws.rnk, ws.nxt, ws.prv, ws.heap,
+              self._no_cache, ws.otmp, ws.o_s, ws.o_e, ws.cnt)  # fmt: skip
+            self._scan(ws, M_NSEG, ws.cnt, ws.toff, M_NTOK)
+            L(S.k_sp_output, el, g.bd, ws.meta, ws.seg_lo, ws.char_start, ws.toff, ws.cnt,
+              ws.otmp, ws.o_s, ws.o_e, ws.packed)  # fmt: skip
+            return
         L(S.k_pretokenize, el, g.bd, ws.meta, ws.seg_lo, ws.cps, ws.fl, text, ws.lmark, ws.ends,
           ws.pflag)  # fmt: skip
         self._scan(ws, M_N, ws.pflag, ws.pidx, M_NP)
@@ -449,6 +478,8 @@ class GpuEngine:
 
     def split_batch(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         """``split`` of every text, in one pipeline run (documents cut apart, no literals)."""
+        if self.sp_tables is not None:
+            raise EngineUnsupported("SentencePiece BPE has no pre-tokenizer: no split level")
         with self._request("split", len(texts)) as info:
             return self._batch(texts, info, literals=False, stage="pieces")
 
@@ -540,7 +571,8 @@ class GpuEngine:
         lits = [t.content for t in self.tokenizer.added_tokens[:2] if t.content]
         self.encode_batch([sample, "".join(lits) + sample])
         self.encode(sample)
-        self.split(sample)
+        if self.sp_tables is None:
+            self.split(sample)
         if capture and self.graphs:
             with self._be.lock, self._lock:
                 for cap in self.buckets:

@@ -21,7 +21,9 @@ function of ``engine.rules`` -- the source the CPU engine compiles:
   (``rules.token_chars``, the walk of ``rules.emit_piece``) into the packed
   ``[ids | starts | ends]`` buffer.
 
-Stage 5, BPE by piece length, is ``bpe``.
+Stage 5, BPE by piece length, is ``bpe``.  SentencePiece BPE (no pre-tokenizer) replaces
+stages 4-6 with ``k_sp_segments`` (thread per segment: ``rules.sp_segment``, pieces and
+merges and spans) and ``k_sp_output``.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ decode_at = DEVICE.decode_at
 literal_at = DEVICE.literal_at
 pretokenize_segment = DEVICE.pretokenize_segment
 token_chars = DEVICE.token_chars
+sp_segment = DEVICE.sp_segment
 
 
 # --- stage 1: UTF-8, classes, NFC flags, literal candidates ---------------------------------
@@ -350,3 +353,50 @@ def k_output(meta, piece_lo, char_start, lmark, lid, toff, cnt, otmp, bpe, packe
                 packed[ntok + o + t] = ci
                 packed[2 * ntok + o + t] = cj + 1
                 b = last + 1
+
+
+# --- SentencePiece BPE: stages 4-6 as one thread per segment ------------------------------
+@cuda.jit
+def k_sp_segments(meta, seg_lo, cps, char_start, u8, lmark, lid, sp, bpe, sym, rnk, nxt, prv, heap,
+                  cache, otmp, o_s, o_e, cnt):  # fmt: skip
+    """Thread per segment (certified cuts, literal edges, document starts): its tokens and
+    spans at ``char_start[lo] + k`` (a segment yields at most its bytes plus one "▁").
+
+    A segment that starts the document or follows a literal (``LM_CUT`` without
+    ``LM_LIT``) starts a SentencePiece segment and gets the prepended "▁"; one that
+    starts at a certified cut inside it does not.  No piece cache (threads would race).
+    """
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    nseg = meta[M_NSEG]
+    for k in range(start, nseg, stride):
+        lo = seg_lo[k]
+        hi = seg_lo[k + 1]
+        base = char_start[lo] + k
+        mk = int(lmark[lo])
+        if (mk & LM_LIT) != 0:
+            otmp[base] = lid[mk >> 3]
+            o_s[base] = lo
+            o_e[base] = hi
+            cnt[k] = 1
+        else:
+            m = sp_segment(cps, u8, char_start, lo, hi, (mk & LM_CUT) != 0, sp, bpe, sym[base:],
+                           rnk[base:], nxt[base:], prv[base:], heap[3 * base :], cache, False,
+                           otmp, o_s, o_e, base)  # fmt: skip
+            cnt[k] = m - base
+
+
+@cuda.jit
+def k_sp_output(meta, seg_lo, char_start, toff, cnt, otmp, o_s, o_e, packed):
+    """Segment k's tokens to ``toff[k]`` of the packed ``[ids | starts | ends]`` buffer."""
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    nseg = meta[M_NSEG]
+    ntok = meta[M_NTOK]
+    for k in range(start, nseg, stride):
+        base = char_start[seg_lo[k]] + k
+        o = toff[k]
+        for t in range(cnt[k]):
+            packed[o + t] = otmp[base + t]
+            packed[ntok + o + t] = o_s[base + t]
+            packed[2 * ntok + o + t] = o_e[base + t]
