@@ -361,6 +361,18 @@ def new_workspace(cap: int) -> Workspace:
 WORKSPACE_MAX_BYTES = 1 << 22  # texts up to 4 MiB reuse a thread's workspace (~25 B RSS per byte)
 
 
+def thread_workspace(local, nb: int, budget: int, make=new_workspace) -> Workspace:
+    """The calling thread's workspace (``local.workspace``, grown geometrically) when ``nb``
+    bytes fit ``budget``; beyond it, a one-call workspace (freed with the call)."""
+    if nb > budget:
+        return make(nb)
+    wk = getattr(local, "workspace", None)
+    if wk is None or wk.cps.size < nb:
+        cap = min(budget, max(nb, 2 * (0 if wk is None else wk.cps.size), 1 << 12))
+        wk = local.workspace = make(cap)
+    return wk
+
+
 @numba.njit(cache=True, nogil=True)
 def _encode_text(u8, bits, fold, family, nfc, f1, k1, c1, t1, f2, k2, c2, t2, has2, bt, cache,
                  lcache, wk):  # fmt: skip
@@ -499,14 +511,7 @@ class CpuEngine:
         self.literal_probes = check_literals(tok, lambda text: self.encode(text)[0])
 
     def _workspace(self, nb: int) -> Workspace:
-        """This thread's workspace when ``nb`` bytes fit the budget, else a one-call one."""
-        if nb > self.workspace_bytes:
-            return new_workspace(nb)
-        wk = getattr(self._local, "workspace", None)
-        if wk is None or wk.cps.size < nb:
-            cap = min(self.workspace_bytes, max(nb, 2 * (0 if wk is None else wk.cps.size), 1 << 12))
-            wk = self._local.workspace = new_workspace(cap)
-        return wk
+        return thread_workspace(self._local, nb, self.workspace_bytes)
 
     def _cache(self) -> tuple[np.ndarray, np.ndarray]:
         """This thread's (short, long) piece caches, kept across calls (``rules`` layout).

@@ -55,12 +55,7 @@ from . import cpu as _cpu
 from . import jit as _jit
 from . import rules as _rules
 from .literal_probe import check_literals
-from .tables import (
-    EngineUnsupported,
-    build_merge_table,
-    build_pair_filter,
-    build_trie,
-)
+from .tables import EngineUnsupported, build_pair_filter, build_trie, merge_arrays
 
 RULES = _cpu.RULES  # the shared rules (rules.sp_*), compiled for the CPU
 utf8_decode = RULES.utf8_decode
@@ -171,23 +166,11 @@ def build_sp_tables(tok) -> tuple[SpTables, _rules.BpeTables, list, list]:
     nchars = np.zeros(n_ids, dtype=np.int64)
     for t, i in vocab.items():
         nchars[i] = len(t)
-    merges = model.get("merges") or []
-    left = np.empty(len(merges), dtype=np.int64)
-    right = np.empty(len(merges), dtype=np.int64)
-    merged = np.empty(len(merges), dtype=np.int64)
-    for r, m in enumerate(merges):
-        a, b = m.split(" ", 1) if isinstance(m, str) else m
-        left[r], right[r], merged[r] = vocab[a], vocab[b], vocab[a + b]
-    ranks = np.arange(len(merges), dtype=np.int64)
-    keys = (left << 32) | right
-    _, first_idx = np.unique(keys, return_index=True)  # a pair listed twice keeps its first rank
-    first_idx.sort()
-    merge_table = build_merge_table(left[first_idx], right[first_idx], ranks[first_idx])
+    merge_table, merged = merge_arrays(model, vocab)
     z = np.zeros(1, np.int64)
     bt = _rules.BpeTables(
-        z, merge_table, merged.astype(np.int32) if len(merged) else np.zeros(1, np.int32),
-        build_pair_filter(merge_table), z, z, z, np.zeros(1, np.uint8), z, False, z,
-        np.zeros((1, _rules.SHORT_COLS), np.int64),
+        z, merge_table, merged, build_pair_filter(merge_table), z, z, z, np.zeros(1, np.uint8),
+        z, False, z, np.zeros((1, _rules.SHORT_COLS), np.int64),
     )  # fmt: skip
     pairs = set()
     for t in vocab:
@@ -271,13 +254,7 @@ class SentencePieceEngine:
 
     # --- per-thread state ------------------------------------------------------------------
     def _workspace(self, nb: int) -> _cpu.Workspace:
-        if nb > self.workspace_bytes:
-            return _new_workspace(nb)
-        wk = getattr(self._local, "workspace", None)
-        if wk is None or wk.cps.size < nb:
-            cap = min(self.workspace_bytes, max(nb, 2 * (0 if wk is None else wk.cps.size), 1 << 12))
-            wk = self._local.workspace = _new_workspace(cap)
-        return wk
+        return _cpu.thread_workspace(self._local, nb, self.workspace_bytes, _new_workspace)
 
     def _cache(self) -> np.ndarray:
         """This thread's piece cache, kept across calls (``rules`` short-cache rows)."""

@@ -120,6 +120,25 @@ def build_merge_table(left: np.ndarray, right: np.ndarray, ranks: np.ndarray) ->
     return table
 
 
+def merge_arrays(model: dict, vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """(merge table, merged id per rank) of a BPE model: rank = position in the merge list,
+    merged id = vocab[left + right]; a pair listed twice keeps its first (lowest) rank, as
+    the reference's map does."""
+    merges = model.get("merges") or []
+    left = np.empty(len(merges), dtype=np.int64)
+    right = np.empty(len(merges), dtype=np.int64)
+    merged = np.empty(len(merges), dtype=np.int64)
+    for r, m in enumerate(merges):
+        a, b = m.split(" ", 1) if isinstance(m, str) else m
+        left[r], right[r], merged[r] = vocab[a], vocab[b], vocab[a + b]
+    ranks = np.arange(len(merges), dtype=np.int64)
+    keys = (left << 32) | right
+    _, first_idx = np.unique(keys, return_index=True)
+    first_idx.sort()
+    table = build_merge_table(left[first_idx], right[first_idx], ranks[first_idx])
+    return table, (merged.astype(np.int32) if len(merged) else np.zeros(1, np.int32))
+
+
 def build_pair_filter(merge_table: np.ndarray) -> np.ndarray:
     """A one-hash bit set over the merge table's keys, 8 bits per table slot (one eighth of
     its bytes; about 6% false positives at the table's load).
@@ -265,20 +284,7 @@ class EngineTables:
         if (byte_ids < 0).any():
             raise EngineUnsupported("the vocabulary lacks single-byte tokens")
 
-        # merges: rank = position in the list; merged id = vocab[left + right]
-        merges = model.get("merges") or []
-        left = np.empty(len(merges), dtype=np.int64)
-        right = np.empty(len(merges), dtype=np.int64)
-        merged = np.empty(len(merges), dtype=np.int64)
-        for r, m in enumerate(merges):
-            a, b = m.split(" ", 1) if isinstance(m, str) else m
-            left[r], right[r], merged[r] = vocab[a], vocab[b], vocab[a + b]
-        ranks = np.arange(len(merges), dtype=np.int64)
-        # A pair listed twice keeps its first (lowest) rank, as the reference's map does.
-        keys = (left << 32) | right
-        _, first_idx = np.unique(keys, return_index=True)
-        first_idx.sort()
-        merge_table = build_merge_table(left[first_idx], right[first_idx], ranks[first_idx])
+        merge_table, merged = merge_arrays(model, vocab)
 
         # vocabulary hash (for ignore_merges) and the byte pool
         pool_off = np.zeros(n_ids + 1, dtype=np.int64)
@@ -308,7 +314,7 @@ class EngineTables:
             nfc=nfc,
             byte_ids=byte_ids,
             merge_table=merge_table,
-            merged=merged.astype(np.int32) if len(merged) else np.zeros(1, np.int32),
+            merged=merged,
             pair_filter=build_pair_filter(merge_table),
             ignore_merges=bool(model.get("ignore_merges")),
             vocab_keys=vocab_keys,
