@@ -562,7 +562,7 @@ def build_parser() -> argparse.ArgumentParser:
         "certify-engine",
         help="engine campaign: split level and ID level (with spans) vs the reference",
     )
-    s.add_argument("names", nargs="*", help="default: every byte-level tokenizer")
+    s.add_argument("names", nargs="*", help="default: every tokenizer with a compiled engine")
     s.add_argument("--chars", type=int, default=1_000_000, help="real-text characters")
     s.add_argument(
         "--codepoint-stride", type=int, default=1, help="test every Nth code point (1: all)"

@@ -305,6 +305,12 @@ def _full_cpu(r: Results):
     hf = t[t.method.str.startswith("HF")].set_index("chars").p50
     tt = t[t.method == "toktier CPU, all cores"].set_index("chars").p50
     beats_hf = bool((tt < hf.reindex(tt.index)).all())
+    full = r.table("full-tokenization.csv")
+    for other in sorted(set(full.tokenizer) - {tok}):
+        o = full[(full.tokenizer == other) & (full.chars == 1_000_000)]
+        if other.startswith("mistral-sp") and len(o):  # the SentencePiece engine (issue #16)
+            cells = ", ".join(f"{m} {_ms(p)}" for m, p in zip(o.method, o.p50, strict=True))
+            ours += f"; {other} (SentencePiece) at 1M, P50 ms: {cells}"
     verdict = "toktier CPU faster than HF at every size" if beats_hf else "slower than HF somewhere"
     ok = beats_hf
     try:
