@@ -11,6 +11,7 @@ path's chunks that start inside a segment (no "▁" of their own).
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -107,7 +108,7 @@ def test_pieces_only_cut_where_no_entry_spans(engine):
     from toktier.engine.sentencepiece import _joinable
 
     vocab = engine.tokenizer.document()["model"]["vocab"]
-    pairs = {(a, b) for t in vocab if len(t) > 1 and not t.startswith("<0x") for a, b in zip(t, t[1:])}
+    pairs = {(a, b) for t in vocab if len(t) > 1 and not t.startswith("<0x") for a, b in pairwise(t)}
     sp = engine.sp
     for a, b in list(pairs)[:3000]:
         assert _joinable(sp.bigrams, sp.ascii_pairs, ord(a), ord(b))

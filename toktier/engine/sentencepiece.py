@@ -43,6 +43,7 @@ import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
 from types import SimpleNamespace
 from typing import NamedTuple
 
@@ -175,7 +176,7 @@ def build_sp_tables(tok) -> tuple[SpTables, _rules.BpeTables, list, list]:
     pairs = set()
     for t in vocab:
         if len(t) > 1 and not _BYTE_TOKEN.fullmatch(t):
-            pairs.update((ord(a), ord(b)) for a, b in zip(t, t[1:]))
+            pairs.update((ord(a), ord(b)) for a, b in pairwise(t))
     ascii_pairs = np.zeros(256, dtype=np.uint64)
     for a, b in pairs:
         if a < 128 and b < 128:
@@ -322,7 +323,7 @@ class SentencePieceEngine:
         if len(text) < min_chars or threads <= 1:
             return self.encode(text)
         u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-        n, nlit, cps, char_start, ls, le, lid = self._prepare(u8)
+        n, nlit, cps, char_start, ls, le, _lid = self._prepare(u8)
         fl = np.zeros(n, np.uint16)
         cut_args = (n, cps, fl, self._class_of, self._stable, False, ls, le, nlit)
         chunks = _cpu.CpuEngine._chunks(0, n, threads, cut_args, min_chars=0)

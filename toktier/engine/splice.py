@@ -36,7 +36,7 @@ from . import cpu
 from .cpu import _find_literals, _prepare, encode_range
 from .jit import BoundKernel as _Bound
 from .rules import BpeTables
-from .sentencepiece import SentencePieceEngine, SpArgs, _sp_range
+from .sentencepiece import SentencePieceEngine, _sp_range
 
 utf8_decode = cpu.RULES.utf8_decode
 
