@@ -50,6 +50,24 @@ def test_latency_harness_gives_every_method_the_same_texts(trajectory_archive):
     assert samples[1]["exact"] is True and samples[0]["path"] == "repair"
 
 
+def test_latency_table_ratios_are_per_cell():
+    rows = [
+        {"tokenizer": t, "context": c, "method": m, "ms": ms}
+        for t, scale in (("a", 1.0), ("b", 10.0))
+        for c in (100, 200)
+        for m, base in (("toktier repair", 1.0), ("HF full re-encode", 4.0))
+        for ms in (base * scale * c / 100, 3 * base * scale * c / 100, 2 * base * scale * c / 100)
+    ]
+    table = repair_bench.latency_table(rows, by=["tokenizer", "context", "method"])
+    assert len(table) == 8 and set(table.n) == {3}
+    hf = table[table.method == "HF full re-encode"]
+    assert np.allclose(hf.p50_vs_toktier, 4.0)
+    assert np.allclose(table[table.method == "toktier repair"].p50_vs_toktier, 1.0)
+    b200 = table[(table.tokenizer == "b") & (table.context == 200)].set_index("method")
+    assert b200.loc["toktier repair", "p50_ms"] == 40.0  # median of 20, 60, 40
+    assert list(repair_bench.latency_table([]).columns)[-1] == "p50_vs_toktier"
+
+
 def test_ttl_hit_share_by_hand():
     doc = {
         "messages": [{"role": "user", "content": "t"}]

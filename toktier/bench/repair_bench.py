@@ -120,6 +120,28 @@ def repair_latency(
     return samples
 
 
+def latency_table(samples, by=("context", "method"), reference="toktier repair"):
+    """Per-cell n, P50 and P90 (ms) of latency samples, and each P50 over the P50 of
+    `reference` in the same cell (`by` minus the method): the ratio the claims quote."""
+    import pandas as pd
+
+    df = pd.DataFrame(samples)
+    by = list(by)
+    cols = ["n", "p50_ms", "p90_ms"]
+    if df.empty:
+        return pd.DataFrame(columns=[*by, *cols, "p50_vs_toktier"])
+    table = df.groupby(by)["ms"].describe(percentiles=[0.5, 0.9])[["count", "50%", "90%"]]
+    table = table.set_axis(cols, axis=1).reset_index()
+    cell = [b for b in by if b != "method"]
+    ref = table[table.method == reference].set_index(cell)["p50_ms"]
+    keys = table[cell].itertuples(index=False, name=None)
+    table["p50_vs_toktier"] = [
+        p / ref.get(k if len(cell) > 1 else k[0], float("nan"))
+        for k, p in zip(keys, table.p50_ms, strict=True)
+    ]
+    return table
+
+
 def delta_sweep(
     tok,
     trajs,

@@ -64,6 +64,8 @@ ALL_OUTPUTS = [
     f"{RESULTS}/tables/repair-certification.csv",
     f"{RESULTS}/tables/repair-latency.csv",
     f"{RESULTS}/figures/repair-latency.png",
+    f"{RESULTS}/tables/repair-latency-families.csv",
+    f"{RESULTS}/figures/repair-latency-families.png",
     f"{RESULTS}/tables/delta-sweep.csv",
     f"{RESULTS}/figures/repair-behavior.png",
     f"{RESULTS}/tables/state-memory.csv",

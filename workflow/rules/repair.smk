@@ -32,6 +32,7 @@ rule notebook_repair_latency:
         notebook="build/notebooks/03-repair-latency.ipynb",
         trajectories=TRAJECTORIES,
         tokenizer=tokenizer_json(config["latency"]["tokenizer"]),
+        families=[tokenizer_json(n) for n in config["latency"]["families"]],
     output:
         notebook=f"{RESULTS}/notebooks/03-repair-latency.ipynb",
         table=f"{RESULTS}/tables/repair-latency.csv",
@@ -41,12 +42,20 @@ rule notebook_repair_latency:
             caption="../report/repair-latency.rst",
             category="Repair",
         ),
+        families_table=f"{RESULTS}/tables/repair-latency-families.csv",
+        families_run=f"{RESULTS}/runs/repair-latency-families.json",
+        families_figure=report(
+            f"{RESULTS}/figures/repair-latency-families.png",
+            caption="../report/repair-latency-families.rst",
+            category="Repair",
+        ),
     params:
         results=lambda w, output: Path(output.notebook).parent.parent,  # its tree
         py=PY,
         home=DATA_HOME,
         root=str(ROOT),
         tokenizer=config["latency"]["tokenizer"],
+        families=json.dumps(config["latency"]["families"]),
         contexts=json.dumps(config["latency"]["contexts"]),
         sessions=config["latency"]["sessions"],
         appends=config["latency"]["appends"],
@@ -59,8 +68,8 @@ rule notebook_repair_latency:
     shell:
         "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} "
         "--cwd {params.root:q} -k python3 -p archive {input.trajectories:q} -p tokenizer {params.tokenizer:q} "
-        "-y 'contexts: {params.contexts}' -p sessions {params.sessions} -p appends {params.appends} "
-        "-p results_dir {params.results:q} > {log:q} 2>&1"
+        "-y 'contexts: {params.contexts}' -y 'families: {params.families}' -p sessions {params.sessions} "
+        "-p appends {params.appends} -p results_dir {params.results:q} > {log:q} 2>&1"
 
 
 rule notebook_repair_behavior:
