@@ -93,21 +93,25 @@ div.groupby(["method", "tokenizer"]).head(1)[
 order = [m for m in method_list if m in set(rows.method)]
 seam = rows[rows.workload == "seam"].pivot(index="method", columns="tokenizer", values="wrong")
 seam = seam.reindex(order)[tokenizers]
-kept = rows[rows.workload == "rewrite"].pivot(index="method", columns="tokenizer",
-                                               values="kept_id_share")  # fmt: skip
+reuse = {
+    w: rows[rows.workload == w].pivot(index="method", columns="tokenizer", values="kept_id_share")
+    for w in ("replay", "rewrite")
+}
 lat = rows[rows.workload == "replay"].pivot(index="method", columns="tokenizer", values="p50_us")
-fig, axes = plt.subplots(1, 3, figsize=(17, 0.42 * len(order) + 2.6), sharey=True)
+fig, axes = plt.subplots(1, 4, figsize=(22, 0.42 * len(order) + 2.6), sharey=True)
 sns.heatmap(seam, annot=True, fmt=".0f", cmap="Reds", vmin=0, cbar=False, ax=axes[0],
             linewidths=0.5)  # fmt: skip
 axes[0].set(title=f"(a) wrong answers, seam search ({seams} cases each)", xlabel="", ylabel="")
-if len(kept):
-    sns.heatmap(kept.reindex(order)[tokenizers] * 100, annot=True, fmt=".0f", cmap="Blues",
-                vmin=0, vmax=100, cbar=False, ax=axes[1], linewidths=0.5)  # fmt: skip
-axes[1].set(title="(b) % of IDs reused, rewritten history", xlabel="", ylabel="")
+for ax, (w, label) in zip(axes[1:3], (("replay", "(b) % of IDs reused, replay"),
+                                     ("rewrite", "(c) % of IDs reused, rewritten history"))):  # fmt: skip
+    if len(reuse[w]):
+        sns.heatmap(reuse[w].reindex(order)[tokenizers] * 100, annot=True, fmt=".0f",
+                    cmap="Blues", vmin=0, vmax=100, cbar=False, ax=ax, linewidths=0.5)  # fmt: skip
+    ax.set(title=label, xlabel="", ylabel="")
 if len(lat):
     sns.heatmap(lat.reindex(order)[tokenizers] / 1000, annot=True, fmt=".2f", cmap="Greys",
-                cbar=False, ax=axes[2], linewidths=0.5)  # fmt: skip
-axes[2].set(title="(c) replay P50 per call (ms)", xlabel="", ylabel="")
+                cbar=False, ax=axes[3], linewidths=0.5)  # fmt: skip
+axes[3].set(title="(d) replay P50 per call (ms)", xlabel="", ylabel="")
 for ax in axes:
     ax.tick_params(axis="x", rotation=30)
 fig.suptitle(f"Incremental tokenizers vs the reference: {len(trajs)} sessions replayed as is and "

@@ -20,6 +20,7 @@ from toktier.audit import (
 from toktier.baselines.incremental import common_prefix_chars
 from toktier.baselines.trtllm_boundary import BoundaryRollback, ExactPrefixSuffix
 from toktier.baselines.trtllm_prefix_cache import TrtllmPrefixCache
+from toktier.baselines.vllm_incremental import VllmIncremental
 from toktier.bench.streams import load_trajectories
 from toktier.cli import main
 
@@ -75,6 +76,54 @@ def test_boundary_rollback_reuses_across_a_rewritten_tail(llama3):
     assert kept == 0  # the exact-prefix method cannot reuse a rewritten history
     with pytest.raises(ValueError):
         BoundaryRollback(llama3, rollback=-1)
+
+
+def test_vllm_incremental_splices_long_prompts_at_a_verified_seam(llama3):
+    prev = "<|start_header_id|>user<|end_header_id|>\n\n" + "The value of x is 42. " * 800
+    new = prev + "And then 1234567 more words<|eot_id|>"
+    m = VllmIncremental(llama3)
+    ids, kept = m(prev, _ids(llama3, prev), new)
+    assert np.array_equal(ids, _ids(llama3, new))
+    # the seam lies between 96 and 1,024 - 96 characters before the old end
+    lo, hi = (len(llama3.reference(prev[: len(prev) - c])) for c in (1024 - 96, 96))
+    assert lo - 1 <= kept <= hi
+    again, kept2 = m(new, ids, new + " ok")  # its own previous answer is the cache
+    assert kept2 > 0 and np.array_equal(again, _ids(llama3, new + " ok"))
+    short = "word " * 100
+    assert m(short, _ids(llama3, short), short + "x")[1] == 0  # under min_chars: full encode
+    with pytest.raises(ValueError):
+        VllmIncremental(llama3, backup_chars=1024, margin_chars=96, min_chars=1000)
+
+
+def test_vllm_incremental_falls_back_where_it_cannot_prove_the_seam(llama3):
+    sp = toktier.load("mistral-sp-v3")  # no pre-tokenizer: the method is off
+    text = "some words here " * 1200
+    ids, kept = VllmIncremental(sp)(text, _ids(sp, text), text + "more")
+    assert kept == 0 and np.array_equal(ids, _ids(sp, text + "more"))
+    # a window full of special-token sigils has no usable seam
+    sig = "x<|eot_id|>" * 1600
+    ids, kept = VllmIncremental(llama3)(sig, _ids(llama3, sig), sig + "y")
+    assert kept == 0 and np.array_equal(ids, _ids(llama3, sig + "y"))
+    # the overlap check refuses a splice whose re-encode disagrees: NFC composes across the
+    # seam region (qwen3's normalizer) -- here the window itself is not NFC-stable
+    qwen3 = toktier.load("qwen3")
+    nfd = "word " * 3300 + "e\u0301" * 300
+    ids, kept = VllmIncremental(qwen3)(nfd, _ids(qwen3, nfd), nfd + " end")
+    assert kept == 0 and np.array_equal(ids, _ids(qwen3, nfd + " end"))
+
+
+def test_seam_context_follows_the_method_minimum(llama3):
+    from toktier.audit import seam_context_chars
+
+    assert seam_context_chars(TrtllmPrefixCache(llama3)) == 5000
+    assert seam_context_chars(VllmIncremental(llama3)) == 16384 + 1000
+    short = list(seam_cases(llama3, 6, seed=2))
+    long = list(seam_cases(llama3, 6, seed=2, context_chars=17384))
+    assert [g for g, _, _ in short] == [g for g, _, _ in long]  # the same pitfalls, cut alike
+    assert [n[len(p) :] for _, p, n in short] == [n[len(p) :] for _, p, n in long]
+    assert all(len(p) >= 17384 for _, p, _ in long)
+    rep = audit(VllmIncremental(llama3), llama3, seams=6, seed=2)
+    assert rep.cases["seam"] == 6 and rep.reused["seam"] > 0 and rep.wrong["seam"] == 0
 
 
 def test_audit_finds_and_shrinks_divergences_and_the_tier_has_none(llama3):
@@ -136,6 +185,9 @@ def test_replay_and_rewrite_workloads(trajectory_archive, qwen3):
     table = summary_table(tables(out)[0], ["qwen3"]).set_index("method")
     assert table.loc["toktier", "session workloads wrong"] == 0
     assert table.loc["trtllm-prefix-cache", "IDs reused, rewritten history"] == 0.0
+    assert (
+        table.loc["toktier", "IDs reused, replay"] == rows[("toktier", "replay")]["kept_id_share"]
+    )
     assert table.loc["toktier", "qwen3"] == rows[("toktier", "seam")]["wrong"] == 0
     assert all(r["wrong"] == 0 for r in out["rows"] if r["method"] == "toktier")
 
@@ -156,7 +208,9 @@ def test_reasoning_workload_shows_only_the_latest_reasoning(trajectory_archive, 
             assert p.endswith(gen)
             body = p[: -len(gen)]
             shown = body.count("<think>\n")
-            last = [m for m in traj.messages[: traj.calls[k].prompt_messages] if m.role == "assistant"]
+            last = [
+                m for m in traj.messages[: traj.calls[k].prompt_messages] if m.role == "assistant"
+            ]
             assert shown == (1 if last and last[-1].reasoning else 0)
             if shown:
                 assert last[-1].reasoning in body and len(body) > len(b)

@@ -207,10 +207,23 @@ def _record(report: AuditReport, method, tok, workload, gen, prev, new, want, go
                                          got[max(0, i - 2): i + 4].tolist()))  # fmt: skip
 
 
-def seam_cases(tok, n: int, seed: int = 0, context_chars: int = 5000) -> Iterable[tuple]:
+SEAM_CONTEXT_CHARS = 5000
+
+
+def seam_context_chars(method) -> int:
+    """The seam search's context length for ``method``: 5,000 characters, or more for a
+    method that only splices prompts of at least ``method.min_chars`` characters."""
+    floor = int(getattr(method, "min_chars", 0) or 0)
+    return SEAM_CONTEXT_CHARS if floor < SEAM_CONTEXT_CHARS else floor + 1000
+
+
+def seam_cases(
+    tok, n: int, seed: int = 0, context_chars: int = SEAM_CONTEXT_CHARS
+) -> Iterable[tuple]:
     """``n`` adversarial (generator, prev, new): a context of ``context_chars`` characters
-    (above every method's minimum prompt size), then a pitfall text cut inside its hot
-    region, continued by a few words."""
+    (above the method's minimum prompt size), then a pitfall text cut inside its hot
+    region, continued by a few words.  The pitfall texts and cuts depend on ``seed`` only,
+    not on ``context_chars``: every method meets the same pitfalls."""
     from .campaigns import lopt_search as ls
 
     rng = random.Random(seed)
@@ -218,8 +231,9 @@ def seam_cases(tok, n: int, seed: int = 0, context_chars: int = 5000) -> Iterabl
     words = ("alpha", "The", "value", "résumé", "def", "Über", "self", "word", "x", "na")
     header = _user_header(tok.name)  # real prompts open with the template's special tokens
     context = [header]
+    ctx_rng = random.Random(f"context-{seed}")
     while sum(map(len, context)) < context_chars:
-        context.append(rng.choice(words) + rng.choice((" ", " ", "\n", ", ")))
+        context.append(ctx_rng.choice(words) + ctx_rng.choice((" ", " ", "\n", ", ")))
     context = "".join(context)
     names = sorted(gens)
     made = 0
@@ -276,7 +290,11 @@ def session_prompts(tok, trajectories, *, rewrite: bool = False,
                 if last >= 0 and msgs[last].reasoning:
                     m = msgs[last]
                     shown = tpl(m.role, f"<think>\n{m.reasoning}\n</think>\n\n{m.content}")
-                    p = "".join(segs[:last]) + shown + "".join(segs[last + 1 : call.prompt_messages])
+                    p = (
+                        "".join(segs[:last])
+                        + shown
+                        + "".join(segs[last + 1 : call.prompt_messages])
+                    )
             out.append(p + gen if (rewrite or reasoning) else p)
         yield out
 
@@ -288,7 +306,7 @@ def audit(method: Method, tok, *, seams: int = 200, trajectories=(), rewrite: bo
     ``rewrite``, ``reasoning``) their rewritten-history renderings; every answer is checked."""
     report = AuditReport(name or getattr(method, "name", getattr(method, "__name__", "method")),
                          tok.name)  # fmt: skip
-    cases = list(seam_cases(tok, seams, seed))
+    cases = list(seam_cases(tok, seams, seed, seam_context_chars(method)))
     for gen, prev, new in tqdm(cases, desc=f"seams {report.method}", disable=not progress or None):
         _reset(method)
         (reused, kept), ok, want, got = _check(method, tok, prev, new)
@@ -299,8 +317,10 @@ def audit(method: Method, tok, *, seams: int = 200, trajectories=(), rewrite: bo
         if not ok:
             _record(report, method, tok, "seam", gen, prev, new, want, got,
                     shrink_it=shrink_divergences, keep=keep)  # fmt: skip
-    workloads = [("replay", {})] + ([("rewrite", {"rewrite": True})] if rewrite else []) + (
-        [("reasoning", {"reasoning": True})] if reasoning else []
+    workloads = (
+        [("replay", {})]
+        + ([("rewrite", {"rewrite": True})] if rewrite else [])
+        + ([("reasoning", {"reasoning": True})] if reasoning else [])
     )
     for workload, kw in workloads:
         for prompts in tqdm(list(session_prompts(tok, trajectories, **kw)),
@@ -330,9 +350,10 @@ def audit(method: Method, tok, *, seams: int = 200, trajectories=(), rewrite: bo
 SWEEP = {  # each method's main parameter: published default first
     "trtllm-prefix-cache": (64, 8, 16, 32, 128),  # overlap tokens (resync = overlap / 2)
     "trtllm-boundary": (1, 0, 2, 4, 8),  # rollback tokens
+    "vllm-incremental": (96, 0, 8, 32),  # margin characters (seam and overlap check)
 }
 PUBLISHED = ("special-boundary", "trtllm-exact-prefix", "trtllm-prefix-cache", "trtllm-boundary",
-             "toktier")  # fmt: skip
+             "vllm-incremental", "toktier")  # fmt: skip
 
 
 def method_names(sweep: bool) -> list[str]:
@@ -350,6 +371,7 @@ def methods(tok, names: Iterable[str] | None = None) -> dict[str, Method]:
     from .baselines.special_boundary import SpecialTokenBoundary
     from .baselines.trtllm_boundary import BoundaryRollback, ExactPrefixSuffix
     from .baselines.trtllm_prefix_cache import TrtllmPrefixCache
+    from .baselines.vllm_incremental import VllmIncremental
 
     makers = {
         "special-boundary": lambda v: SpecialTokenBoundary(tok),
@@ -357,6 +379,8 @@ def methods(tok, names: Iterable[str] | None = None) -> dict[str, Method]:
                                           TrtllmPrefixCache(tok, overlap=v, resync=max(1, v // 2))),
         "trtllm-exact-prefix": lambda v: ExactPrefixSuffix(tok),
         "trtllm-boundary": lambda v: BoundaryRollback(tok, *(() if v is None else (v,))),
+        "vllm-incremental": lambda v: (VllmIncremental(tok) if v is None else
+                                       VllmIncremental(tok, margin_chars=v)),
         "toktier": lambda v: TierMethod(tok),
     }  # fmt: skip
     names = list(PUBLISHED) if names is None else list(names)
@@ -429,15 +453,18 @@ def tables(result: dict):
 def summary_table(rows, tokenizers):
     """The ladder in one table (the README's): per method, wrong answers in the seam search
     per tokenizer, wrong answers on the session workloads (all tokenizers), the median share
-    of IDs reused under a rewritten history and the median replay P50 (ms) over tokenizers."""
+    of IDs reused on the replay and under a rewritten history, and the median replay P50 (ms)
+    over tokenizers."""
 
     order = list(dict.fromkeys(rows.method))
     seam = rows[rows.workload == "seam"].pivot(index="method", columns="tokenizer", values="wrong")
     out = seam.reindex(order)[list(tokenizers)].fillna(0).astype(int)
     sessions = rows[rows.workload != "seam"].groupby("method").wrong.sum()
     out["session workloads wrong"] = sessions.reindex(order).fillna(0).astype(int)
-    kept = rows[rows.workload == "rewrite"].groupby("method").kept_id_share.median()
-    out["IDs reused, rewritten history"] = kept.reindex(order)
+    for workload, col in (("replay", "IDs reused, replay"),
+                          ("rewrite", "IDs reused, rewritten history")):  # fmt: skip
+        kept = rows[rows.workload == workload].groupby("method").kept_id_share.median()
+        out[col] = kept.reindex(order)
     lat = rows[rows.workload == "replay"].groupby("method").p50_us.median() / 1000
     out["replay P50 (ms)"] = lat.reindex(order)
     out.index.name, out.columns.name = "method", None
