@@ -102,8 +102,9 @@ fig, axes = plt.subplots(1, 4, figsize=(22, 0.42 * len(order) + 2.6), sharey=Tru
 sns.heatmap(seam, annot=True, fmt=".0f", cmap="Reds", vmin=0, cbar=False, ax=axes[0],
             linewidths=0.5)  # fmt: skip
 axes[0].set(title=f"(a) wrong answers, seam search ({seams} cases each)", xlabel="", ylabel="")
-for ax, (w, label) in zip(axes[1:3], (("replay", "(b) % of IDs reused, replay"),
-                                     ("rewrite", "(c) % of IDs reused, rewritten history"))):  # fmt: skip
+panels = (("replay", "(b) % of IDs reused, replay"),
+          ("rewrite", "(c) % of IDs reused, rewritten history"))  # fmt: skip
+for ax, (w, label) in zip(axes[1:3], panels, strict=True):
     if len(reuse[w]):
         sns.heatmap(reuse[w].reindex(order)[tokenizers] * 100, annot=True, fmt=".0f",
                     cmap="Blues", vmin=0, vmax=100, cbar=False, ax=ax, linewidths=0.5)  # fmt: skip

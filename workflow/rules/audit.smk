@@ -31,8 +31,11 @@ rule notebook_audit:
     conda:
         "../../environment.yml"
     shell:
-        "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} "
-        "--cwd {params.root:q} -k python3 -y 'tokenizers: {params.tokenizers}' -p seams {params.seams} "
-        "-p sessions {params.sessions} -p sweep {params.sweep} -p seed {params.seed} "
-        "-p archive {input.trajectories:q} "
-        "-p results_dir {params.results:q} > {log:q} 2>&1"
+        papermill(
+            "-y 'tokenizers: {params.tokenizers}'",
+            "-p seams {params.seams}",
+            "-p sessions {params.sessions}",
+            "-p sweep {params.sweep}",
+            "-p seed {params.seed}",
+            "-p archive {input.trajectories:q}",
+        )

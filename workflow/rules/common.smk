@@ -46,6 +46,20 @@ def tokenizer_json(name):
     return f"data/build/tokenizers/{name}/tokenizer.json"
 
 
+def papermill(*parameters):
+    """The shell command of a notebook rule: papermill executes ``input.notebook`` into
+    ``output.notebook`` (kernel python3, working directory the repository root, built
+    artifacts from DATA_HOME) with ``parameters`` (papermill ``-p NAME VALUE`` / ``-y YAML``
+    options, snakemake placeholders allowed) and the rule's results tree; its log goes to
+    the rule's ``log``.  Every notebook rule declares ``params.home``, ``params.py``,
+    ``params.root`` and ``params.results``."""
+    return " ".join(
+        ["TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q}",
+         "{output.notebook:q} --cwd {params.root:q} -k python3", *parameters,
+         "-p results_dir {params.results:q} > {log:q} 2>&1"]
+    )  # fmt: skip
+
+
 TRAJECTORIES = "data/build/archives/mini-swe-agent-gemini3-swebench-verified.tar.xz"
 # Each config writes its own results tree: the committed evidence (results/) is the full
 # run's, and a kick-the-tires run lands beside it (results/kick-the-tires/, git-ignored).

@@ -70,9 +70,12 @@ rule notebook_full_tokenization:
     conda:
         "../../environment.yml"
     shell:
-        "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} "
-        "--cwd {params.root:q} -k python3 -p archive {input.trajectories:q} "
-        "-y 'tokenizers: {params.tokenizers}' -y 'contexts: {params.contexts}' "
-        "-y 'engine_runs: {params.engine_runs}' -p samples {params.samples} "
-        "-p corpus_chars {params.corpus_chars} -p gpu_evidence_dir {params.gpu_evidence:q} "
-        "-p results_dir {params.results:q} > {log:q} 2>&1"
+        papermill(
+            "-p archive {input.trajectories:q}",
+            "-y 'tokenizers: {params.tokenizers}'",
+            "-y 'contexts: {params.contexts}'",
+            "-y 'engine_runs: {params.engine_runs}'",
+            "-p samples {params.samples}",
+            "-p corpus_chars {params.corpus_chars}",
+            "-p gpu_evidence_dir {params.gpu_evidence:q}",
+        )

@@ -27,6 +27,8 @@ rule notebook_lopt_counterexample:
     conda:
         "../../environment.yml"
     shell:
-        "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} "
-        "--cwd {params.root:q} -k python3 -y 'tokenizers: {params.tokenizers}' "
-        "-p trials {params.trials} -p seed {params.seed} -p results_dir {params.results:q} > {log:q} 2>&1"
+        papermill(
+            "-y 'tokenizers: {params.tokenizers}'",
+            "-p trials {params.trials}",
+            "-p seed {params.seed}",
+        )

@@ -36,8 +36,9 @@ rule notebook_tokenizers:
     conda:
         "../../environment.yml"
     shell:
-        "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} --cwd {params.root:q} -k python3 "
-        "-p names {params.names:q} -p results_dir {params.results:q} > {log:q} 2>&1"
+        papermill(
+            "-p names {params.names:q}",
+        )
 
 
 rule notebook_workload:
@@ -74,6 +75,8 @@ rule notebook_workload:
     conda:
         "../../environment.yml"
     shell:
-        "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} --cwd {params.root:q} -k python3 "
-        "-p archive {input.trajectories:q} -p tokenizer {params.tokenizer:q} "
-        "-p max_sessions {params.max_sessions} -p results_dir {params.results:q} > {log:q} 2>&1"
+        papermill(
+            "-p archive {input.trajectories:q}",
+            "-p tokenizer {params.tokenizer:q}",
+            "-p max_sessions {params.max_sessions}",
+        )

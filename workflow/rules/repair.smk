@@ -66,10 +66,14 @@ rule notebook_repair_latency:
     conda:
         "../../environment.yml"
     shell:
-        "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} "
-        "--cwd {params.root:q} -k python3 -p archive {input.trajectories:q} -p tokenizer {params.tokenizer:q} "
-        "-y 'contexts: {params.contexts}' -y 'families: {params.families}' -p sessions {params.sessions} "
-        "-p appends {params.appends} -p results_dir {params.results:q} > {log:q} 2>&1"
+        papermill(
+            "-p archive {input.trajectories:q}",
+            "-p tokenizer {params.tokenizer:q}",
+            "-y 'contexts: {params.contexts}'",
+            "-y 'families: {params.families}'",
+            "-p sessions {params.sessions}",
+            "-p appends {params.appends}",
+        )
 
 
 rule notebook_repair_behavior:
@@ -112,11 +116,14 @@ rule notebook_repair_behavior:
     conda:
         "../../environment.yml"
     shell:
-        "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} "
-        "--cwd {params.root:q} -k python3 -p runs {params.runs:q} -p archive {input.trajectories:q} "
-        "-p tokenizer {params.tokenizer:q} -y 'sweep_contexts: {params.contexts}' "
-        "-y 'sweep_deltas: {params.deltas}' -p sweep_sessions {params.sessions} "
-        "-p results_dir {params.results:q} > {log:q} 2>&1"
+        papermill(
+            "-p runs {params.runs:q}",
+            "-p archive {input.trajectories:q}",
+            "-p tokenizer {params.tokenizer:q}",
+            "-y 'sweep_contexts: {params.contexts}'",
+            "-y 'sweep_deltas: {params.deltas}'",
+            "-p sweep_sessions {params.sessions}",
+        )
 
 
 rule notebook_state_memory:
@@ -147,6 +154,8 @@ rule notebook_state_memory:
     conda:
         "../../environment.yml"
     shell:
-        "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} "
-        "--cwd {params.root:q} -k python3 -p archive {input.trajectories:q} -p tokenizer {params.tokenizer:q} "
-        "-p sessions {params.sessions} -p results_dir {params.results:q} > {log:q} 2>&1"
+        papermill(
+            "-p archive {input.trajectories:q}",
+            "-p tokenizer {params.tokenizer:q}",
+            "-p sessions {params.sessions}",
+        )

@@ -32,11 +32,14 @@ rule notebook_continuation:
     conda:
         "../../environment.yml"
     shell:
-        "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} "
-        "--cwd {params.root:q} -k python3 -p archive {input.trajectories:q} "
-        "-y 'tokenizers: {params.tokenizers}' -y 'contexts: {params.contexts}' "
-        "-p delta {params.delta} -p samples {params.samples} -p slow_samples {params.slow_samples} "
-        "-p results_dir {params.results:q} > {log:q} 2>&1"
+        papermill(
+            "-p archive {input.trajectories:q}",
+            "-y 'tokenizers: {params.tokenizers}'",
+            "-y 'contexts: {params.contexts}'",
+            "-p delta {params.delta}",
+            "-p samples {params.samples}",
+            "-p slow_samples {params.slow_samples}",
+        )
 
 
 rule notebook_frontend_cost:
@@ -69,7 +72,8 @@ rule notebook_frontend_cost:
     conda:
         "../../environment.yml"
     shell:
-        "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} "
-        "--cwd {params.root:q} -k python3 -p archive {input.trajectories:q} "
-        "-p tokenizer {params.tokenizer:q} -p sessions {params.sessions} "
-        "-p results_dir {params.results:q} > {log:q} 2>&1"
+        papermill(
+            "-p archive {input.trajectories:q}",
+            "-p tokenizer {params.tokenizer:q}",
+            "-p sessions {params.sessions}",
+        )

@@ -34,12 +34,16 @@ rule notebook_verifier_faults:
     conda:
         "../../environment.yml"
     shell:
-        "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} "
-        "--cwd {params.root:q} -k python3 -p tokenizer {params.tokenizer:q} "
-        "-p archive {input.trajectories:q} -p requests {params.requests} "
-        "-p fault_rate {params.fault_rate} -y 'rates: {params.rates}' "
-        "-p campaigns {params.campaigns} -p max_context_chars {params.max_context_chars} "
-        "-p seed {params.seed} -p results_dir {params.results:q} > {log:q} 2>&1"
+        papermill(
+            "-p tokenizer {params.tokenizer:q}",
+            "-p archive {input.trajectories:q}",
+            "-p requests {params.requests}",
+            "-p fault_rate {params.fault_rate}",
+            "-y 'rates: {params.rates}'",
+            "-p campaigns {params.campaigns}",
+            "-p max_context_chars {params.max_context_chars}",
+            "-p seed {params.seed}",
+        )
 
 
 rule notebook_tail_capacity:
@@ -87,10 +91,16 @@ rule notebook_tail_capacity:
     conda:
         "../../environment.yml"
     shell:
-        "TOKTIER_HOME={params.home:q} {params.py} -m papermill {input.notebook:q} {output.notebook:q} "
-        "--cwd {params.root:q} -k python3 -p tokenizer {params.tokenizer:q} "
-        "-p archive {input.trajectories:q} -p sessions {params.sessions} "
-        "-p duration_s {params.duration} -y 'loads_stateless: {params.loads_stateless}' "
-        "-y 'loads_tier: {params.loads_tier}' -y 'workers: {params.workers}' "
-        "-p burst_scenarios {params.scenarios} {params.bursts} -y 'objectives_ms: {params.objectives}' "
-        "-p seed {params.seed} -p results_dir {params.results:q} > {log:q} 2>&1"
+        papermill(
+            "-p tokenizer {params.tokenizer:q}",
+            "-p archive {input.trajectories:q}",
+            "-p sessions {params.sessions}",
+            "-p duration_s {params.duration}",
+            "-y 'loads_stateless: {params.loads_stateless}'",
+            "-y 'loads_tier: {params.loads_tier}'",
+            "-y 'workers: {params.workers}'",
+            "-p burst_scenarios {params.scenarios}",
+            "{params.bursts}",
+            "-y 'objectives_ms: {params.objectives}'",
+            "-p seed {params.seed}",
+        )
