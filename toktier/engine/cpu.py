@@ -361,6 +361,30 @@ def new_workspace(cap: int) -> Workspace:
 WORKSPACE_MAX_BYTES = 1 << 22  # texts up to 4 MiB reuse a thread's workspace (~25 B RSS per byte)
 
 
+class PartsPool:
+    """The threads that encode a parallel call's parts (the caller's thread encodes the
+    first one), shared by the engines: grown on demand, remade in a forked child (which
+    inherits the executor but not its threads)."""
+
+    def __init__(self, prefix: str):
+        self._prefix = prefix
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        self._pid = os.getpid()
+
+    def get(self, workers: int) -> ThreadPoolExecutor:
+        with self._lock:
+            ex = self._pool
+            if ex is None or ex._max_workers < workers or self._pid != os.getpid():
+                if ex is not None and self._pid == os.getpid():
+                    ex.shutdown(wait=False)
+                ex = self._pool = ThreadPoolExecutor(
+                    max_workers=workers, thread_name_prefix=self._prefix
+                )
+                self._pid = os.getpid()
+            return ex
+
+
 def thread_workspace(local, nb: int, budget: int, make=new_workspace) -> Workspace:
     """The calling thread's workspace (``local.workspace``, grown geometrically) when ``nb``
     bytes fit ``budget``; beyond it, a one-call workspace (freed with the call)."""
@@ -501,8 +525,7 @@ class CpuEngine:
         self._pool: list[tuple[np.ndarray, np.ndarray]] = []
         self._pool_lock = threading.Lock()
         self._threads_seen = 0
-        self._parts_pool: ThreadPoolExecutor | None = None
-        self._parts_pid = os.getpid()
+        self._parts = PartsPool("toktier-cpu")
         self._max_literal = max(
             (len(x.content) for x in tok.added_tokens if x.content), default=0
         )
@@ -664,7 +687,7 @@ class CpuEngine:
     def _encode_parts(self, u8: np.ndarray, bounds: list[int]):
         """Encode ``u8[bounds[k]:bounds[k+1]]`` on one thread each and join them; None when a
         part needs the segmented path (an NFC tokenizer met an unsafe character)."""
-        pool = self._executor(len(bounds) - 2)
+        pool = self._parts.get(len(bounds) - 2)
         futures = [
             pool.submit(self._encode_u8, u8[a:b])
             for a, b in pairwise(bounds[1:])
@@ -686,20 +709,6 @@ class CpuEngine:
             pos += k
             chars += int(r_e[-1]) if k else 0  # a part's tokens cover all its characters
         return ids, starts, ends
-
-    def _executor(self, workers: int) -> ThreadPoolExecutor:
-        """Threads for ``_encode_parts`` (the caller's thread encodes the first part)."""
-        with self._pool_lock:
-            ex = self._parts_pool
-            # A forked child inherits the executor but not its threads: make a new one there.
-            if ex is None or ex._max_workers < workers or self._parts_pid != os.getpid():
-                if ex is not None and self._parts_pid == os.getpid():
-                    ex.shutdown(wait=False)
-                ex = self._parts_pool = ThreadPoolExecutor(
-                    max_workers=workers, thread_name_prefix="toktier-cpu"
-                )
-                self._parts_pid = os.getpid()
-            return ex
 
     def _encode_segmented(self, text: str, u8: np.ndarray, threads: int):
         t = self.tables

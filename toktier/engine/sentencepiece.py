@@ -38,11 +38,9 @@ coincide).  Hot path: the piece loop and cache hits run inline in ``rules.sp_seg
 """
 from __future__ import annotations
 
-import os
 import re
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
 from types import SimpleNamespace
 from typing import NamedTuple
@@ -233,9 +231,7 @@ class SentencePieceEngine:
         self._encode_kernel = _jit.BoundKernel(_sp_encode_text)
         self._local = threading.local()
         self._threads_seen = 0
-        self._lock = threading.Lock()  # guards the parts pool
-        self._parts_pool: ThreadPoolExecutor | None = None
-        self._parts_pid = os.getpid()
+        self._parts = _cpu.PartsPool("toktier-sp")
         self.literal_probes = check_literals(tok, lambda text: self.encode(text)[0])
 
     def __repr__(self) -> str:
@@ -333,7 +329,7 @@ class SentencePieceEngine:
         # the GIL); a part cut out of a segment gets no "▁" of its own.
         parts = [(int(char_start[a]), int(char_start[b]), bool(_starts_segment(a, ls, le, nlit)))
                  for a, b in chunks]  # fmt: skip
-        pool = self._executor(len(parts) - 1)
+        pool = self._parts.get(len(parts) - 1)
         futures = [pool.submit(self._encode_u8, u8[x:y], pre) for x, y, pre in parts[1:]]
         x, y, pre = parts[0]
         results = [self._encode_u8(u8[x:y], pre)] + [f.result() for f in futures]
@@ -341,17 +337,6 @@ class SentencePieceEngine:
         starts = np.concatenate([r[1] + a for r, (a, _b) in zip(results, chunks, strict=True)])
         ends = np.concatenate([r[2] + a for r, (a, _b) in zip(results, chunks, strict=True)])
         return ids, starts, ends
-
-    def _executor(self, workers: int) -> ThreadPoolExecutor:
-        """Threads for ``encode_parallel`` (the caller's thread encodes the first part)."""
-        with self._lock:
-            ex = self._parts_pool
-            if ex is None or ex._max_workers < workers or self._parts_pid != os.getpid():
-                ex = self._parts_pool = ThreadPoolExecutor(
-                    max_workers=workers, thread_name_prefix="toktier-sp"
-                )
-                self._parts_pid = os.getpid()
-            return ex
 
 
 __all__ = ["SentencePieceEngine", "SpTables", "build_sp_tables"]
