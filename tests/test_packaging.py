@@ -253,6 +253,21 @@ def test_report_builds_from_the_committed_evidence(tmp_path):
         assert fig in html, fig
 
 
+def test_committed_notebooks_carry_no_machine_paths_or_widget_warnings():
+    """The executed notebooks of the evidence read the same on any machine: no absolute
+    paths of the machine that ran them, no "IProgress not found" warnings (ipywidgets is a
+    dependency, so progress bars render as widgets)."""
+    import re
+
+    books = sorted((ROOT / "results" / "notebooks").glob("*.ipynb"))
+    assert len(books) == len(list((ROOT / "notebooks").glob("[0-9][0-9]-*.py")))
+    machine_path = re.compile(r"(^|[^\w.])/(home|work|root|tmp|Users)/")
+    for nb in books:
+        text = nb.read_text(encoding="utf-8")
+        assert not machine_path.search(text), (nb.name, machine_path.search(text))
+        assert "TqdmWarning" not in text and "IProgress not found" not in text, nb.name
+
+
 def test_jupyter_lab_opens_every_notebook_source_as_a_notebook():
     """A headless ``jupyter lab`` serves each ``notebooks/*.py`` as a notebook (jupytext's
     contents manager), its parameters cell tagged for papermill."""
