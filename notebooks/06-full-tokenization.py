@@ -89,8 +89,12 @@ paper
 methods = list(dict.fromkeys(summary.method))
 colors = palette.palette([*methods, *PAPER])
 marks = palette.markers(methods)
-fig, axes = plt.subplots(1, len(tokenizers), figsize=(6.5 * len(tokenizers), 5.6), squeeze=False)
-for ax, name in zip(axes[0], tokenizers, strict=True):
+ncols = min(len(tokenizers), 3) if len(tokenizers) != 4 else 2  # four: a 2 x 2 grid
+nrows = -(-len(tokenizers) // ncols)
+fig, axes = plt.subplots(nrows, ncols, figsize=(6.5 * ncols, 5.6 * nrows), squeeze=False)
+for ax in axes.flat[len(tokenizers) :]:
+    ax.set_axis_off()
+for ax, name in zip(axes.flat, tokenizers, strict=False):
     d = summary[summary.tokenizer == name]
     for m, g in d.groupby("method", sort=False):
         ax.plot(g.chars, g.p50, marker=marks[m], color=colors[m], label=m)
