@@ -83,6 +83,29 @@ def test_real_text_and_parallel_cuts(engine, trajectory_archive):
         assert left + right == full
 
 
+def test_a_text_beyond_the_workspace_budget_goes_in_parts(trajectory_archive):
+    """``encode`` of a text larger than the workspace budget cuts it at certified cuts and
+    encodes the parts one after another through the thread's workspace (as do the parts of
+    ``encode_parallel``): the same IDs and spans as the reference, and parts were taken.
+    NFC text (qwen3) included; a tiny budget makes many parts."""
+    docs = []
+    for d in corpus.trajectory_documents(trajectory_archive):
+        docs.append(d)
+        if sum(map(len, docs)) > 120_000:
+            break
+    text = "".join(docs) + "".join(corpus.pycountry_documents())[:40_000]
+    for name in ("llama3", "qwen3", "gpt-oss"):
+        eng = CpuEngine(toktier.load(name), workspace_bytes=1 << 14)
+        calls = []
+        inner = eng._encode_u8
+        eng._encode_u8 = lambda u8, inner=inner, calls=calls: calls.append(u8.size) or inner(u8)
+        _assert_exact(eng, text)
+        assert len(calls) >= 8 and max(calls) <= 4 * (1 << 14), (name, len(calls), max(calls))
+        calls.clear()
+        _assert_exact(eng, text, parallel=True)
+        assert len(calls) >= 8, name
+
+
 def test_parallel_parts_are_cut_where_both_sides_encode_alone(engine):
     """``encode_parallel`` finds its cuts from small windows (``_byte_cut_near``): dense added-
     token literals, literal prefixes, NFC-unsafe and multi-byte characters around every target

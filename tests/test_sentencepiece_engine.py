@@ -68,6 +68,24 @@ def test_parallel_chunks_equal_the_reference(engine, parts):
     _assert_exact(engine, text, engine.encode_parallel(text, threads=2, min_chars=0))
 
 
+def test_a_text_beyond_the_workspace_budget_goes_in_parts(engine):
+    """Beyond the workspace budget ``encode_parallel`` makes more chunks than threads (each
+    thread a run of consecutive chunks, with the "▁" rule): the reference's IDs and spans.
+    (``encode`` stays one compiled call: its chunks would decode the text twice, measured
+    slower.)"""
+    small = SentencePieceEngine(engine.tokenizer, workspace_bytes=1 << 12)
+    calls = []
+    inner = small._encode_u8
+    small._encode_u8 = lambda u8, pre: calls.append(u8.size) or inner(u8, pre)
+    rng = np.random.default_rng(3)
+    text = "".join(rng.choice(_PARTS) for _ in range(12_000)) + "[INST] " + "word " * 3000
+    _assert_exact(small, text, small.encode_parallel(text, threads=2, min_chars=0))
+    assert len(calls) >= 8, len(calls)
+    calls.clear()
+    _assert_exact(small, text)
+    assert len(calls) == 1
+
+
 def test_real_text_and_every_edge(engine):
     from toktier.campaigns.corpus import mixed_documents
 

@@ -55,6 +55,7 @@ EXACT = [
             "split_divergences",
             "id_divergences",
             "parallel_divergences",
+            "parts_divergences",
             "cut_divergences",
             "divergences",
         )

@@ -38,6 +38,7 @@ from ..verifier import first_divergence
 from .corpus import mixed_documents
 
 MAX_EXAMPLES = 5
+PARTS_BUDGET = 1 << 15  # workspace bytes of the parts check: a 200K-character text in ~12 parts
 
 
 @dataclass
@@ -54,6 +55,8 @@ class EngineCertification:
     id_divergences: int = 0
     parallel_inputs: int = 0
     parallel_divergences: int = 0
+    parts_inputs: int = 0  # long texts through a small workspace budget: many certified parts
+    parts_divergences: int = 0
     cuts_checked: int = 0  # certified cuts proven with the reference: ref(L) ++ ref(R) == ref(L+R)
     cut_divergences: int = 0
     codepoints_covered: int = 0
@@ -67,6 +70,7 @@ class EngineCertification:
             self.split_divergences
             + self.id_divergences
             + self.parallel_divergences
+            + self.parts_divergences
             + self.cut_divergences
         )
 
@@ -172,6 +176,7 @@ class Certifier:
         self._pretok = pre.pre_tokenize_str if pre is not None else None
         # A text cut inside a SentencePiece segment and encoded alone gets a "▁" of its own.
         self._prepends = tok.family == "sentencepiece"
+        self._small = None  # the engine with a small workspace budget (check_ids(parts=True))
 
     def _example(self, kind: str, text: str, **info) -> None:
         if len(self.report.examples) < MAX_EXAMPLES:
@@ -202,12 +207,21 @@ class Certifier:
                       reference=ref_ends[max(0, k - 3) : k + 3].tolist())  # fmt: skip
         return False
 
-    def check_ids(self, text: str, parallel: bool = False) -> bool:
+    def check_ids(self, text: str, parallel: bool = False, parts: bool = False) -> bool:
+        """The engine's IDs and spans against the reference: ``encode``; ``parallel``:
+        ``encode_parallel`` on two threads; ``parts``: an engine whose workspace budget
+        is PARTS_BUDGET, so a long text goes in many parts cut at certified cuts (``encode``
+        of the byte-level engine, ``encode_parallel`` of the SentencePiece engine)."""
         r = self.report
         enc = self.tok.hf.encode(text, add_special_tokens=False)
         ref_ids = np.asarray(enc.ids, dtype=np.uint32)
         off = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
-        if parallel:
+        if parts:
+            eng = self._parts_engine()
+            run = eng.encode_parallel if self._prepends else eng.encode
+            ids, s, e = run(text, threads=2, min_chars=0) if self._prepends else run(text)
+            r.parts_inputs += 1
+        elif parallel:
             ids, s, e = self.engine.encode_parallel(text, threads=2, min_chars=0)
             r.parallel_inputs += 1
         else:
@@ -222,15 +236,26 @@ class Certifier:
         )
         if ok:
             return True
-        if parallel:
+        kind = "parts" if parts else "parallel" if parallel else "ids"
+        if parts:
+            r.parts_divergences += 1
+        elif parallel:
             r.parallel_divergences += 1
         else:
             r.id_divergences += 1
         k = _first_difference(ids, ref_ids)
-        self._example("parallel" if parallel else "ids", text, token=k,
+        self._example(kind, text, token=k,
                       engine=ids[max(0, k - 3) : k + 3].tolist(),
                       reference=ref_ids[max(0, k - 3) : k + 3].tolist())  # fmt: skip
         return False
+
+    def _parts_engine(self):
+        if self._small is None:
+            from ..engine.cpu import new_engine
+
+            self._small = new_engine(self.tok)
+            self._small.workspace_bytes = PARTS_BUDGET
+        return self._small
 
     def check_cuts(self, text: str, rng: random.Random, k: int) -> None:
         """Prove ``k`` of the engine's certified cuts of ``text`` against the reference alone."""
@@ -338,5 +363,6 @@ def run_campaign(
             cur = []
     for text in big[: max(1, len(big))]:
         cert.check_ids(text, parallel=True)
+        cert.check_ids(text, parts=True)
     r.seconds = round(time.perf_counter() - t0, 2)
     return r

@@ -319,20 +319,35 @@ class SentencePieceEngine:
         if len(text) < min_chars or threads <= 1:
             return self.encode(text)
         u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        # parts of at most half the workspace budget, in one run of consecutive parts per thread
+        parts = max(threads, -(-u8.size // (self.workspace_bytes // 2)))
+        return self._encode_chunks(u8, parts, threads)
+
+    def _encode_chunks(self, u8: np.ndarray, parts: int, threads: int):
+        """Encode ``u8`` cut at certified cuts into up to ``parts`` chunks near equal sizes;
+        ``threads`` runs of consecutive chunks, the first on the caller's thread."""
         n, nlit, cps, char_start, ls, le, _lid = self._prepare(u8)
         fl = np.zeros(n, np.uint16)
         cut_args = (n, cps, fl, self._class_of, self._stable, False, ls, le, nlit)
-        chunks = _cpu.CpuEngine._chunks(0, n, threads, cut_args, min_chars=0)
+        chunks = _cpu.CpuEngine._chunks(0, n, parts, cut_args, min_chars=0)
         if len(chunks) < 2:
-            return self.encode(text)
-        # Each part runs the single-thread path on its own thread (the compiled call releases
-        # the GIL); a part cut out of a segment gets no "▁" of its own.
-        parts = [(int(char_start[a]), int(char_start[b]), bool(_starts_segment(a, ls, le, nlit)))
-                 for a, b in chunks]  # fmt: skip
-        pool = self._parts.get(len(parts) - 1)
-        futures = [pool.submit(self._encode_u8, u8[x:y], pre) for x, y, pre in parts[1:]]
-        x, y, pre = parts[0]
-        results = [self._encode_u8(u8[x:y], pre)] + [f.result() for f in futures]
+            return self._encode_u8(u8, True)
+        # A chunk cut out of a segment gets no "▁" of its own (``_starts_segment``).
+        jobs = [(int(char_start[a]), int(char_start[b]), bool(_starts_segment(a, ls, le, nlit)))
+                for a, b in chunks]  # fmt: skip
+
+        def run(group):  # the compiled call releases the GIL: runs overlap across threads
+            return [self._encode_u8(u8[x:y], pre) for x, y, pre in group]
+
+        runs = max(1, min(threads, len(jobs)))
+        groups = [jobs[len(jobs) * k // runs : len(jobs) * (k + 1) // runs] for k in range(runs)]
+        futures = []
+        if runs > 1:
+            pool = self._parts.get(runs - 1)
+            futures = [pool.submit(run, g) for g in groups[1:]]
+        results = run(groups[0])
+        for f in futures:
+            results += f.result()
         ids = np.concatenate([r[0] for r in results])
         starts = np.concatenate([r[1] + a for r, (a, _b) in zip(results, chunks, strict=True)])
         ends = np.concatenate([r[2] + a for r, (a, _b) in zip(results, chunks, strict=True)])
