@@ -327,3 +327,11 @@ def test_nfc_changes_in_one_call_equals_one_call_per_stretch(stretches, every_pu
         text += "".join(map(chr, range(0xE000, 0xF900)))
     got = nfc_changes(normalize, text, np.array(ra, dtype=np.int64), np.array(rb, dtype=np.int64))
     assert got == [normalize(text[a:b]) != text[a:b] for a, b in zip(ra, rb, strict=True)]
+
+
+def test_byte_level_campaign_checks_parallel_and_budget_parts():
+    r = engine_campaign.run_campaign(toktier.load("llama3"), 60_000, seed=4, codepoint_stride=4999,
+                        triples=False, progress=False)  # fmt: skip
+    assert r.id_inputs > 50 and r.parallel_inputs >= 1 and r.parts_inputs >= 1
+    assert r.divergences == 0, r.examples
+    assert r.to_dict()["divergences"] == 0 and "parts_divergences" in r.to_dict()

@@ -158,6 +158,7 @@ def test_engine_campaign_runs_on_sentencepiece():
     r = engine_campaign.run_campaign(tok, 40_000, seed=3, codepoint_stride=997, triples=False,
                                      progress=False)  # fmt: skip
     assert r.split_inputs == 0 and r.id_inputs > 50 and r.cuts_checked > 50
+    assert r.parallel_inputs >= 1 and r.parts_inputs >= 1
     assert r.divergences == 0, r.examples
 
 

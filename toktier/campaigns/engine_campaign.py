@@ -361,6 +361,8 @@ def run_campaign(
         if sum(map(len, cur)) >= 200_000:
             big.append("".join(cur))
             cur = []
+    if cur:  # the rest (a small campaign's only long text)
+        big.append("".join(cur))
     for text in big[: max(1, len(big))]:
         cert.check_ids(text, parallel=True)
         cert.check_ids(text, parts=True)
