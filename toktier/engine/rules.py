@@ -61,7 +61,7 @@ SP_BYTES = 2
 METASPACE = 0x2581
 
 EMPTY_KEY = -1
-CACHE_SLOTS = 65536  # short-piece cache rows on the CPU, in 2-way sets (any power of two >= 2)
+CACHE_SLOTS = 262144  # short-piece cache rows on the CPU, in 2-way sets (any power of two >= 2)
 CACHE_MAX_BYTES = 16  # pieces up to this long are cached (two packed words)
 # Keys are a piece's exact bytes packed 7 to a word, so every word (and every hash, kept to
 # 63 bits) is the same non-negative int64 on the CPU and under the CUDA simulator's Python
@@ -74,7 +74,7 @@ LONG_TOKENS = 16
 LONG_WORDS = 19  # ceil(128 / 7)
 LONG_LEN_WORDS = 3  # token byte lengths, 7 per word
 LONG_COLS = 40  # header, bytes[LONG_WORDS], token lengths[LONG_LEN_WORDS], ids[16], check
-LONG_SLOTS = 8192  # long-piece cache rows on the CPU (any power of two works)
+LONG_SLOTS = 16384  # long-piece cache rows on the CPU (any power of two works)
 # Every cache row ends in a check word over the rest: a row whose check does not match
 # (never written, torn, or corrupted) is a miss, so no row can change the output.
 SHORT_COLS = 4  # short-piece map row: lw (0: empty), w0, w1, token id
@@ -643,10 +643,17 @@ def make(jit, prefetch_row=None):
 
     @jit
     def row_check(row, ncols):
-        """Check word over ``row[:ncols - 1]`` (the last column holds it)."""
+        """Check word over ``row[:ncols - 1]`` (the last column holds it).
+
+        A weighted sum mod 2**63 with a distinct odd weight per column: the products are
+        independent (no serial hash chain on the hit path), any change to one word changes
+        the sum (odd weights are invertible), and a never-written row (all zero) fails
+        it (the sum starts from a nonzero constant).  Kept to 63 bits, as every key is.
+        """
         h = 0x1F3D5B79A2C4E6F7
         for k in range(ncols - 1):
-            h = mix(h, row[k])
+            w = ((0x1E3779B97F4A7C15 + k * 0x232BE59BD9B4E019) & M63) | 1
+            h = (h + ((row[k] * w) & M63)) & M63
         return h
 
     @jit

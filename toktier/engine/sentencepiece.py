@@ -263,7 +263,7 @@ class SentencePieceEngine:
 
     @property
     def cache_bytes(self) -> int:
-        """Bytes held by piece caches now: CACHE_SLOTS x 64 B (4 MiB) per thread that has
+        """Bytes held by piece caches now: CACHE_SLOTS x 64 B (16 MiB) per thread that has
         encoded (parallel parts run on pool threads, each with its own cache)."""
         return CACHE_SLOTS * CACHE_COLS * 8 * self._threads_seen
 
