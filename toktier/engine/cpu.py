@@ -133,26 +133,29 @@ def _cut_ok(p, n, cps, fl, class_of, stable, nfc, ls, le, nlit):
 
 
 @numba.njit(cache=True, nogil=True)
-def _crossed(cps, q0, p, m, first, tkeys, tchild, term):
-    """Does any literal of the trie that starts in ``[q0, p)`` end after ``p``?"""
+def _crossed(cps, q0, p, m, first, tkeys, tchild, term, reach):
+    """Does any literal of the trie that starts in ``[q0, p)`` end at or after ``reach``?"""
     for q in range(q0, p):
         if first[cps[q]] != 0:
             e, _t = literal_at(cps, q, m, first, tkeys, tchild, term)
-            if e > p:
+            if e >= reach:
                 return True
     return False
 
 
 @numba.njit(cache=True, nogil=True)
 def _byte_cut_near(u8, target, search, bits, class_of, stable, nfc, f1, k1, c1, t1, f2, k2, c2,
-                   t2, has2, maxlit):  # fmt: skip
+                   t2, has2, maxlit, isolated=False):  # fmt: skip
     """A byte offset at or after ``target`` (within ``search`` bytes) where the text may be
     cut and both sides encoded alone, found by decoding only a window around it; -1: none.
 
     The cut must satisfy ``rules.cut_ok`` (stable class pair, NFC-safe), and no added-token
     literal occurrence of either trie may cross it (checked at every start within the
     longest literal's length before it, so the whole text's leftmost-longest scan has a
-    boundary there as well).
+    boundary there as well).  ``isolated``: no literal may end at the cut either (the
+    longest match at each of those starts ends before it), so the text after the cut
+    never follows a literal directly -- where SentencePiece would begin a segment, with
+    its own "▁".
     """
     nb = u8.size
     b = target
@@ -181,9 +184,10 @@ def _byte_cut_near(u8, target, search, bits, class_of, stable, nfc, f1, k1, c1, 
         if not _certified_cut(p, m + 1, False, False, cps, fl, class_of, stable, nfc):
             continue
         q0 = max(0, p - maxlit)
-        if _crossed(cps, q0, p, m, f1, k1, c1, t1):
+        reach = p if isolated else p + 1
+        if _crossed(cps, q0, p, m, f1, k1, c1, t1, reach):
             continue
-        if has2 and _crossed(cps, q0, p, m, f2, k2, c2, t2):
+        if has2 and _crossed(cps, q0, p, m, f2, k2, c2, t2, reach):
             continue
         return lo + cs[p]
     return -1

@@ -61,7 +61,6 @@ utf8_decode = RULES.utf8_decode
 _find_literals = _cpu._find_literals
 _sp_range = RULES.sp_range
 _joinable = RULES.sp_joinable
-_inner = numba.njit(cache=True, nogil=True, _nrt=False)  # no reference counting inside
 CACHE_SLOTS = _rules.CACHE_SLOTS
 CACHE_COLS = _rules.CACHE_COLS
 MIN_PARALLEL_CHARS = _cpu.MIN_PARALLEL_CHARS
@@ -110,15 +109,6 @@ def _decode_and_find(u8, f1, k1, c1, t1, f2, k2, c2, t2, has2, cps, char_start, 
     n = utf8_decode(u8, cps, char_start)
     nlit = _find_literals(cps, n, f1, k1, c1, t1, f2, k2, c2, t2, has2, ls, le, lid)
     return n, nlit
-
-
-@_inner
-def _starts_segment(c0, ls, le, nlit):
-    """Does character ``c0`` start a segment (the text's start or right after a literal)?"""
-    if c0 == 0:
-        return True
-    k = np.searchsorted(le[:nlit], c0)
-    return k < nlit and le[k] == c0
 
 
 # --- tables ------------------------------------------------------------------------------
@@ -222,6 +212,8 @@ class SentencePieceEngine:
         self.workspace_bytes = workspace_bytes
         self.sp, self.bpe, raw, normed = build_sp_tables(tok)
         self._lit, self._nlit = lit, nlit = build_trie(raw), build_trie(normed)
+        self._max_literal = max((len(c) for c, _id in raw + normed), default=0)
+        self._no_bits: np.ndarray | None = None
         self._trie_args = (lit.first, lit.keys, lit.child, lit.term,
                            nlit.first, nlit.keys, nlit.child, nlit.term, nlit.size > 0)  # fmt: skip
         self._class_of = stability.class_map_for(tok)
@@ -311,8 +303,9 @@ class SentencePieceEngine:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Like ``encode``, cut at certified boundaries into chunks merged on every core.
 
-        A chunk that starts inside a segment gets no "▁" of its own; one that starts
-        the text or follows a literal does (``_starts_segment``).
+        The cuts are found by decoding small windows only (``cpu._byte_cut_near``) and
+        are *isolated*: no literal ends at one, so every part but the first starts inside
+        a segment and gets no "▁" of its own.  Nothing but the final join is serial.
         """
         check_text(text)
         threads = threads or self.threads
@@ -323,18 +316,29 @@ class SentencePieceEngine:
         parts = max(threads, -(-u8.size // (self.workspace_bytes // 2)))
         return self._encode_chunks(u8, parts, threads)
 
+    def _part_bounds(self, u8: np.ndarray, parts: int) -> list[int]:
+        """Byte offsets ``[0, c1, ..., len]`` of isolated certified cuts near equal sizes."""
+        if self._no_bits is None:  # the cut rule reads class bits only for NFC: none here
+            self._no_bits = np.zeros(0x110000, np.uint16)
+        nb = u8.size
+        out = [0]
+        for k in range(1, parts):
+            target = max(nb * k // parts, out[-1] + 1)
+            c = _cpu._byte_cut_near(u8, target, _cpu.CUT_SEARCH, self._no_bits, self._class_of,
+                                    self._stable, False, *self._trie_args, self._max_literal,
+                                    True)  # fmt: skip
+            if out[-1] < c < nb:
+                out.append(int(c))
+        out.append(nb)
+        return out
+
     def _encode_chunks(self, u8: np.ndarray, parts: int, threads: int):
-        """Encode ``u8`` cut at certified cuts into up to ``parts`` chunks near equal sizes;
-        ``threads`` runs of consecutive chunks, the first on the caller's thread."""
-        n, nlit, cps, char_start, ls, le, _lid = self._prepare(u8)
-        fl = np.zeros(n, np.uint16)
-        cut_args = (n, cps, fl, self._class_of, self._stable, False, ls, le, nlit)
-        chunks = _cpu.CpuEngine._chunks(0, n, parts, cut_args, min_chars=0)
-        if len(chunks) < 2:
+        """Encode ``u8`` cut at isolated certified cuts into up to ``parts`` chunks of near
+        equal sizes; ``threads`` runs of consecutive chunks, the first on the caller's thread."""
+        bounds = self._part_bounds(u8, parts)
+        if len(bounds) < 3:
             return self._encode_u8(u8, True)
-        # A chunk cut out of a segment gets no "▁" of its own (``_starts_segment``).
-        jobs = [(int(char_start[a]), int(char_start[b]), bool(_starts_segment(a, ls, le, nlit)))
-                for a, b in chunks]  # fmt: skip
+        jobs = [(a, b, a == 0) for a, b in pairwise(bounds)]
 
         def run(group):  # the compiled call releases the GIL: runs overlap across threads
             return [self._encode_u8(u8[x:y], pre) for x, y, pre in group]
@@ -348,10 +352,7 @@ class SentencePieceEngine:
         results = run(groups[0])
         for f in futures:
             results += f.result()
-        ids = np.concatenate([r[0] for r in results])
-        starts = np.concatenate([r[1] + a for r, (a, _b) in zip(results, chunks, strict=True)])
-        ends = np.concatenate([r[2] + a for r, (a, _b) in zip(results, chunks, strict=True)])
-        return ids, starts, ends
+        return _cpu._join_parts(results)
 
 
 __all__ = ["SentencePieceEngine", "SpTables", "build_sp_tables"]
