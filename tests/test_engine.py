@@ -266,6 +266,24 @@ def test_piece_caches_never_change_output(engine, seed):
     _assert_exact(engine, text)
 
 
+def test_big_tables_live_in_zeroed_aligned_memory_with_huge_page_advice():
+    """Caches come zeroed and row-aligned; big copies (the short map, merge and vocabulary
+    tables) keep their contents; where Linux offers transparent huge pages the memory
+    is 2 MiB-aligned, elsewhere the helpers fall back to ordinary arrays."""
+    from toktier.engine import cpu
+
+    cache = cpu._aligned_zeros((cpu.CACHE_SLOTS, cpu.CACHE_COLS))
+    assert cache.shape == (cpu.CACHE_SLOTS, cpu.CACHE_COLS) and not cache.any()
+    assert cache.ctypes.data % 64 == 0
+    table = np.arange(3 << 18, dtype=np.int64)
+    copy = cpu._huge_copy(table)
+    assert np.array_equal(copy, table) and copy.dtype == table.dtype
+    assert cpu._huge_buffer(4096) is None  # below one huge page: ordinary memory
+    buf = cpu._huge_buffer(3 << 20)
+    if buf is not None:
+        assert buf.size == 3 << 20 and buf.ctypes.data % (2 << 20) == 0 and not buf.any()
+
+
 def test_short_map_is_a_memo_of_the_merges(engine):
     """Every short-piece map entry is a vocabulary token whose own bytes encode to it alone."""
     sm = engine.short_map

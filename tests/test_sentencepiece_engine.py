@@ -86,6 +86,28 @@ def test_a_text_beyond_the_workspace_budget_goes_in_parts(engine):
     assert len(calls) == 1
 
 
+def test_parallel_cuts_are_isolated_from_literals(engine):
+    """Every part of ``encode_parallel`` but the first starts inside a segment: no literal
+    ends at a cut (the reference's own offsets say where literals are), and each cut is
+    one where the text after it, encoded with no "▁" of its own, matches the reference."""
+    rng = np.random.default_rng(5)
+    lits = [t.content for t in engine.tokenizer.added_tokens if t.content][:8]
+    words = [*_PARTS, *lits, *(lit + "x" for lit in lits)]
+    text = "".join(rng.choice(words) for _ in range(20_000))
+    u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    bounds = engine._part_bounds(u8, 24)
+    assert len(bounds) > 12, "dense literals still leave cuts"
+    enc = engine.tokenizer.hf.encode(text, add_special_tokens=False)
+    special = {t.id for t in engine.tokenizer.added_tokens}
+    literal_ends = {
+        len(text[:e].encode("utf-8"))
+        for tid, (_s, e) in zip(enc.ids, enc.offsets, strict=True)
+        if tid in special
+    }
+    assert not literal_ends & set(bounds[1:-1])
+    _assert_exact(engine, text, engine.encode_parallel(text, threads=2, min_chars=0))
+
+
 def test_real_text_and_every_edge(engine):
     from toktier.campaigns.corpus import mixed_documents
 
