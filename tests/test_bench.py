@@ -286,3 +286,24 @@ def test_capacity_ratios_compare_the_tier_with_peers_on_the_same_cores():
     assert r["100 ms"]["ratio vs fastokens"] == 2 and r["100 ms"]["stateless reference, 1 worker"] == 4
     assert r["50 ms"]["tier: generator lag P99 at that load (ms)"] == 4.0
     assert not r["50 ms"]["tier at the top of its ladder"]
+
+
+def test_engine_stage_profile_rows_and_figure(tmp_path):
+    """Every stage, the warm total and the empty-cache total are measured on the profile's
+    texts; the figure draws before/after bars with the empty-cache mark."""
+    from toktier.bench import engine_profile
+
+    texts = engine_profile.profile_texts(3_000)
+    assert set(texts) == {"code", "multilingual", "code + multilingual"}
+    assert all(len(t) == 3_000 for t in texts.values())
+    rows = engine_profile.stage_profile(toktier.load("llama3"), texts, repeats=1)
+    for r in rows:
+        assert r["tokenizer"] == "llama3" and r["chars"] == 3_000
+        for k in ("decode_ms", "literals_ms", "pretokenize_ms", "pieces_ms", "total_ms",
+                  "total_empty_cache_ms"):  # fmt: skip
+            assert r[k] >= 0, k
+        assert r["total_ms"] > 0 and r["total_empty_cache_ms"] > 0
+    before = [{**r, "total_empty_cache_ms": ""} for r in rows]  # older tables lack the column
+    path = tmp_path / "stages.png"
+    engine_profile.plot_stages(rows, path, before)
+    assert path.stat().st_size > 10_000

@@ -431,7 +431,7 @@ def _cmd_profile_engine(args) -> int:
             print(f"{r['tokenizer']:8s} {r['text']:20s} decode {r['decode_ms']:6.2f}  literals "
                   f"{r['literals_ms']:6.2f}  pretokenize {r['pretokenize_ms']:6.2f}  pieces "
                   f"{r['pieces_ms']:7.2f}  total {r['total_ms']:7.2f} ms  "
-                  f"({r['mb_per_s']:.0f} MB/s)")  # fmt: skip
+                  f"({r['mb_per_s']:.0f} MB/s; empty caches {r['total_empty_cache_ms']:.2f} ms)")  # fmt: skip
     facts = machine.machine_facts()
     for r in rows:
         r["cpu"], r["commit"] = facts["cpu"], facts["commit"]
