@@ -297,12 +297,10 @@ def test_engine_stage_profile_rows_and_figure(tmp_path):
     assert set(texts) == {"code", "multilingual", "code + multilingual"}
     assert all(len(t) == 3_000 for t in texts.values())
     rows = engine_profile.stage_profile(toktier.load("llama3"), texts, repeats=1)
+    stages = [f"{k}_ms" for k in (*engine_profile.STAGES, "total", "total_empty_cache")]
     for r in rows:
         assert r["tokenizer"] == "llama3" and r["chars"] == 3_000
-        for k in ("decode_ms", "literals_ms", "pretokenize_ms", "pieces_ms", "total_ms",
-                  "total_empty_cache_ms"):  # fmt: skip
-            assert r[k] >= 0, k
-        assert r["total_ms"] > 0 and r["total_empty_cache_ms"] > 0
+        assert all(np.isfinite(r[k]) for k in stages), r  # every stage measured (no value judged)
     before = [{**r, "total_empty_cache_ms": ""} for r in rows]  # older tables lack the column
     path = tmp_path / "stages.png"
     engine_profile.plot_stages(rows, path, before)
