@@ -193,6 +193,20 @@ def _byte_cut_near(u8, target, search, bits, class_of, stable, nfc, f1, k1, c1, 
     return -1
 
 
+def part_bounds(u8: np.ndarray, parts: int, cut_args: tuple, isolated: bool = False) -> list[int]:
+    """Byte offsets ``[0, c1, ..., len]`` of cuts near ``parts`` equal sizes, each found by
+    ``_byte_cut_near(u8, target, CUT_SEARCH, *cut_args, isolated)`` (both engines' parts)."""
+    nb = u8.size
+    out = [0]
+    for k in range(1, parts):
+        target = max(nb * k // parts, out[-1] + 1)
+        c = _byte_cut_near(u8, target, CUT_SEARCH, *cut_args, isolated)
+        if out[-1] < c < nb:
+            out.append(int(c))
+    out.append(nb)
+    return out
+
+
 @numba.njit(cache=True, nogil=True)
 def _all_cuts(n, cps, fl, class_of, stable, nfc, ls, le, nlit):
     out = np.empty(n, dtype=np.int64)
@@ -751,16 +765,8 @@ class CpuEngine:
     def _part_bounds(self, u8: np.ndarray, parts: int) -> list[int]:
         """Byte offsets ``[0, c1, ..., len]`` of certified cuts near equal part sizes."""
         t = self.tables
-        nb = u8.size
-        out = [0]
-        for k in range(1, parts):
-            target = max(nb * k // parts, out[-1] + 1)
-            c = _byte_cut_near(u8, target, CUT_SEARCH, t.bits, self._class_of, self._stable,
-                               t.nfc, *self._trie_args, self._max_literal)  # fmt: skip
-            if c > out[-1] and c < nb:
-                out.append(int(c))
-        out.append(nb)
-        return out
+        return part_bounds(u8, parts, (t.bits, self._class_of, self._stable, t.nfc,
+                                       *self._trie_args, self._max_literal))  # fmt: skip
 
     def _encode_parts(self, u8: np.ndarray, bounds: list[int]):
         """Encode ``u8[bounds[k]:bounds[k+1]]`` on one thread each and join them; None when a

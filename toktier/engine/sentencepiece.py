@@ -320,17 +320,9 @@ class SentencePieceEngine:
         """Byte offsets ``[0, c1, ..., len]`` of isolated certified cuts near equal sizes."""
         if self._no_bits is None:  # the cut rule reads class bits only for NFC: none here
             self._no_bits = np.zeros(0x110000, np.uint16)
-        nb = u8.size
-        out = [0]
-        for k in range(1, parts):
-            target = max(nb * k // parts, out[-1] + 1)
-            c = _cpu._byte_cut_near(u8, target, _cpu.CUT_SEARCH, self._no_bits, self._class_of,
-                                    self._stable, False, *self._trie_args, self._max_literal,
-                                    True)  # fmt: skip
-            if out[-1] < c < nb:
-                out.append(int(c))
-        out.append(nb)
-        return out
+        cut_args = (self._no_bits, self._class_of, self._stable, False, *self._trie_args,
+                    self._max_literal)  # fmt: skip
+        return _cpu.part_bounds(u8, parts, cut_args, isolated=True)
 
     def _encode_chunks(self, u8: np.ndarray, parts: int, threads: int):
         """Encode ``u8`` cut at isolated certified cuts into up to ``parts`` chunks of near
