@@ -204,8 +204,9 @@ def test_full_text_request_keeps_the_callers_string():
 
 
 def test_miss_after_fallback_reports_keep():
+    # the window's old text is one letter run: no stable pair to cut at, no run to certify
     tier = Tier("llama3", verify_rate=0, window=40, max_widenings=0)
-    tier.encode(PROSE, session="s")
+    tier.encode(PROSE + "x" * 64, session="s")
     first = tier.session_records("s")[0]
     r = tier.append("s", "1234567")
     assert r.path != "repair"
@@ -264,3 +265,43 @@ def test_common_ids():
     b[700] = 0
     assert diff.common_ids(a, b) == 700
     assert diff.common_ids(a[:0], b) == 0
+
+
+@pytest.mark.parametrize("name", ["llama3", "qwen3", "gpt-oss"])
+def test_cut_splice_encodes_only_from_the_cut(name):
+    """An append to prose is cut at the last stable pair of the old text: the window encode
+    covers the delta and a few characters, and the cut is a boundary of the reference."""
+    tok = toktier.load(name)
+    pair = tuple(
+        Tier(tok, repair_impl=impl, verify_rate=0, delta_aware=False)
+        for impl in ("compiled", "python")
+    )
+    text = PROSE
+    for t in pair:
+        t.encode(text, session="c")
+    for delta in (" and then some more words", "ly, 12345 tokens", "\n\ndef f(x):\n    return x\n"):
+        text += delta
+        got = [t.append("c", delta) for t in pair]
+        _same_result(*got, text, tok)
+        r = got[0]
+        b = r.boundaries[0]
+        assert b is not None and len(text) - len(delta) - 40 < b < len(text) - len(delta)
+        assert r.window_chars == len(text) - b < len(delta) + 40
+        offsets = np.array(tok.hf.encode(text, add_special_tokens=False).offsets)
+        assert adversarial.verify_boundary(tok, text, b, offsets) is None
+
+
+def test_cut_never_lands_inside_a_literal():
+    """The old text ends in half an added-token literal: the cut stays before it."""
+    tok = toktier.load("llama3")
+    pair = tuple(
+        Tier(tok, repair_impl=impl, verify_rate=0, delta_aware=False)
+        for impl in ("compiled", "python")
+    )
+    text = PROSE + "done <|eot"
+    for t in pair:
+        t.encode(text, session="l")
+    text += "_id|> next"
+    got = [t.append("l", "_id|> next") for t in pair]
+    _same_result(*got, text, tok)
+    assert got[0].boundaries[0] <= len(PROSE) + len("done ")

@@ -5,6 +5,15 @@ prefix of ``P`` characters and a suffix of ``Q`` characters with ``A`` (an
 append is ``P = len(A)``, ``Q = 0``).  Repair encodes only a window around the
 changed region, ``T[ws:we]``, and joins it to the cached records:
 
+0. **Cut** (byte-level BPE families, ``find_cut``).  If the old text holds a stable
+   pair close to the change -- the last cached record start ``q`` at least ``margin``
+   characters into the window and before the change, with no literal straddling it --
+   the session is cut there: cached records left of ``q`` stay and only ``T[q:we]`` is
+   encoded.  No old text is re-encoded and no run is needed: at a stable pair the
+   pre-tokenizer restarts whatever the left context and its pieces right of ``q`` are
+   those of ``T[q:]`` alone (the certificate-level oracle checks both for every pair;
+   the engine's parallel cuts rest on the same fact), and BPE never joins two pieces.
+   Otherwise (no such pair, WordPiece, SentencePiece) the run protocol below.
 1. **Match.**  Fresh and cached records that lie wholly inside a search region
    (outside the added-literal margin of the window edge) are keyed by
    ``(start, end, ordinal among records with that start, id)``; the longest run of
@@ -24,7 +33,7 @@ changed region, ``T[ws:we]``, and joins it to the cached records:
    times; then give up (the caller encodes the full text).  A miss costs time,
    never IDs.
 
-Work per append is O(Δ + w): the window encode, a few numpy passes over the
+Work per append is O(Δ + w): the window encode (from the cut: O(Δ) plus a few characters), a few numpy passes over the
 window's records, and an in-place write of the new tail.
 
 This module is the readable reference implementation.  ``Tier`` serves requests
@@ -83,6 +92,9 @@ class RepairRules:
         literals = sorted({t.content for t in tok.added_tokens if t.content}, key=len, reverse=True)
         self.literal_re = re.compile("|".join(map(re.escape, literals))) if literals else None
         self.literal_first = frozenset(lit[0] for lit in literals)
+        # Byte-level BPE: pieces never cross a stable pair, so one in the old text is a cut
+        # (``find_cut``).  Not WordPiece (continuation tokens) nor SentencePiece ("▁" segments).
+        self.cut_splice = tok.family not in ("wordpiece", "sentencepiece")
         self.continuation = None
         if tok.family == "wordpiece":
             vocab = tok.hf.get_vocab(with_added_tokens=True)
@@ -255,6 +267,42 @@ def _certify_run(
     return None
 
 
+def find_cut(rules: RepairRules, window: str, window_cps: np.ndarray, ws: int, prefix: int,
+             c_s: np.ndarray, c_e: np.ndarray) -> int | None:  # fmt: skip
+    """The cut splice (step 0): index of the last cached record where the session may be cut.
+
+    A cached record ``k`` starting at ``q`` in ``[ws + margin + 1, prefix - 1]`` qualifies
+    when it is the first record of its character, no cached record crosses ``q``, the
+    pair ``(T[q-1], T[q])`` is stable (and NFC-safe), and no added-token literal of the
+    new text straddles ``q``.  Both characters lie in the common prefix, so the old and
+    the new text split there alike: the pre-tokenizer restarts at a stable pair whatever
+    the left context, and its pieces right of ``q`` are those of ``T[q:]`` alone (the
+    certificate-level oracle checks both for every pair), and a BPE token never spans
+    two pieces.  Records ``[0, k)`` then stay and only ``T[q:]`` is encoded: no window of
+    old text, no run to match.  None: no such record; the run protocol follows.
+    """
+    if not rules.cut_splice or ws <= 0:
+        return None
+    lo = ws + rules.margin + 1
+    k0 = int(np.searchsorted(c_s, c_s.dtype.type(max(lo, 1)), side="left"))
+    k1 = int(np.searchsorted(c_s, c_s.dtype.type(prefix), side="left"))  # starts < prefix
+    k0 = max(k0, 1)
+    if k1 <= k0:
+        return None
+    k = np.arange(k0, k1)
+    q = c_s[k].astype(np.int64)
+    ok = (c_s[k - 1] < q) & (c_e[k - 1] <= q)
+    x = window_cps[q - 1 - ws]
+    y = window_cps[np.minimum(q - ws, len(window_cps) - 1)]
+    ok &= rules.stable[rules.class_of[x], rules.class_of[y]]
+    if rules.nfc_unsafe is not None:
+        ok &= ~rules.nfc_unsafe[x] & ~rules.nfc_unsafe[y]
+    for i in np.flatnonzero(ok)[::-1]:
+        if not rules.straddles_literal(window, int(q[i]) - ws):
+            return int(k[i])
+    return None
+
+
 def _codepoints(text: str) -> np.ndarray:
     return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
 
@@ -287,13 +335,17 @@ def plan(
         ws = max(0, prefix - wl)
         we = min(new_len, right_start + wr)
         text = window_text(ws, we)
-        f_ids, f_s, f_e = engine.encode(text)
-        f_s = f_s + ws
-        f_e = f_e + ws
         cps = _codepoints(text)
+        cut = find_cut(rules, text, cps, ws, prefix, c_s, c_e)
+        start = ws if cut is None else int(c_s[cut])  # the cut: encode the new text from it
+        f_ids, f_s, f_e = engine.encode(text[start - ws :])
+        f_s = f_s + start
+        f_e = f_e + start
         left_ok = right_ok = True
         keep_left, fresh_from, b_left = 0, 0, None
-        if ws > 0:
+        if cut is not None:
+            keep_left, b_left = cut, start
+        elif ws > 0:
             left_ok = False
             lo, hi = ws + rules.margin, prefix
             ci0, ci1 = _in_region(c_s, c_e, lo, hi)
@@ -357,7 +409,7 @@ def plan(
                 reason = f"splice after {widenings} widening{'s' if widenings > 1 else ''}"
             if ws == 0 and we == new_len:
                 reason = "window covers the whole text"
-            return Attempt(splice, widenings, reason, we - ws, (f_ids, f_s, f_e))
+            return Attempt(splice, widenings, reason, we - start, (f_ids, f_s, f_e))
         if widenings >= max_widenings:
             return Attempt(
                 None, widenings, f"no certified splice after {widenings} widenings ({why})", we - ws

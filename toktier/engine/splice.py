@@ -2,8 +2,9 @@
 
 ``toktier.repair.plan`` is the readable reference implementation of the repair
 protocol (paper §3.2, App. A).  This module runs the *same* protocol -- same
-search regions, same longest run (ties to the right), same certificate, same
-splice points -- as a few compiled calls over the session's own arrays, so a
+cut (``find_cut``: the window is encoded from the old text's last usable stable
+pair, the common case), same search regions, same longest run (ties to the right),
+same certificate, same splice points -- as a few compiled calls over the session's own arrays, so a
 continuation costs the window encode plus a few microseconds instead of a
 hundred numpy calls.  ``tests/test_splice.py`` checks it against ``repair.plan``
 (identical splices) and against the reference (identical IDs and spans).
@@ -61,7 +62,8 @@ R_N_FRESH = 12  # records the window encode produced
 R_KEEP = 13  # leading IDs equal to the old sequence (>= keep_left)
 R_NEW_N = 14  # records after the splice
 R_APPLIED = 15  # 1: the splice was written into the session arrays by the same call
-RES_SIZE = 16
+R_CUT = 16  # cut splice: the cached record at the session's cut (``find_cut``); -1: none
+RES_SIZE = 17
 
 OK = 0
 FAILED = 1  # no certified splice in this window (widen)
@@ -105,6 +107,7 @@ class RepairArgs(NamedTuple):
     lit_keys: np.ndarray
     lit_child: np.ndarray
     lit_term: np.ndarray
+    cut_splice: bool  # byte-level BPE: a stable pair in the old text is a cut (``find_cut``)
 
 
 class Workspace(NamedTuple):
@@ -300,9 +303,36 @@ def certify(ra, cps, nw, ws, c_ids, c_s, c_e, ci0, cshift, c_ord, first, length,
 
 
 @_jit
+def find_cut(ra, cps, nw, ws, prefix, c_s, c_e, n):
+    """The cut splice's point (``repair.find_cut``): the last cached record ``k`` whose start
+    ``q`` lies in ``[ws + margin + 1, prefix - 1]``, begins its character (ordinal 0) with
+    nothing cached across it, and is a stable, NFC-safe pair that no literal straddles in
+    the new text; -1: none.  Records ``[0, k)`` then stay and the new text is encoded from
+    ``q`` alone."""
+    if not ra.cut_splice or ws <= 0:
+        return -1
+    lo = ws + ra.margin + 1
+    k = lower_bound(c_s, 0, n, prefix) - 1  # last record starting before the prefix's end
+    while k >= 1 and c_s[k] >= lo:
+        q = c_s[k]
+        if c_s[k - 1] < q and c_e[k - 1] <= q and q <= prefix - 1 and q - ws < nw:
+            x = cps[q - 1 - ws]
+            y = cps[q - ws]
+            stable = ra.stable[ra.class_of[x], ra.class_of[y]]
+            safe = not (ra.nfc and (ra.unsafe[x] or ra.unsafe[y]))
+            if stable and safe and not straddles_literal(cps, nw, q - ws, ra):
+                return k
+        k -= 1
+    return -1
+
+
+@_jit
 def plan_core(ra, cps, nw, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
-              f_ids, f_s, f_e, nf, wk):  # fmt: skip
-    """Match and certify one window; fresh records in window coordinates.  Fills ``wk.res``."""
+              f_ids, f_s, f_e, nf, wk, cut_k):  # fmt: skip
+    """Match and certify one window; fresh records in window coordinates.  Fills ``wk.res``.
+
+    ``cut_k`` >= 0 (``find_cut``): the fresh records were encoded from that cached record's
+    start, and the left side is the cut there (no run to match)."""
     res = wk.res
     shift = new_len - old_len
     right_start = new_len - suffix
@@ -316,7 +346,11 @@ def plan_core(ra, cps, nw, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s,
     keep_left = 0
     fresh_from = 0
     b_left = -1
-    if ws > 0:
+    res[R_CUT] = cut_k
+    if ws > 0 and cut_k >= 0:
+        keep_left = cut_k
+        b_left = c_s[cut_k]
+    elif ws > 0:
         res[R_LEFT_OK] = 0
         lo = ws + ra.margin
         hi = prefix
@@ -415,18 +449,22 @@ def plan_engine(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n
     """
     nw = _prepare(u8, ea.bits, wk.cps, wk.char_start, wk.fl)
     cps = wk.cps
+    cut_k = find_cut(ra, cps, nw, ws, prefix, c_s, c_e, n)
+    c0 = c_s[cut_k] - ws if cut_k >= 0 else 0  # encode from the cut: the old text before it stays
+    wk.res[R_CUT] = cut_k
     if ea.nfc:
-        for i in range(nw):
+        for i in range(c0, nw):
             if wk.fl[i] & NFC_UNSAFE:
                 wk.res[R_STATUS] = NEED_RECORDS
                 return
     nlit = _find_literals(cps, nw, ea.f1, ea.k1, ea.c1, ea.t1, ea.f2, ea.k2, ea.c2, ea.t2,
                           ea.has2, wk.ls, wk.le, wk.lid)  # fmt: skip
-    nf = encode_range(0, nw, cps, wk.fl, ea.fold, ea.family, u8, wk.char_start, wk.ls, wk.le,
-                      wk.lid, 0, nlit, ea.bpe, wk.ends, wk.sym, wk.rank, wk.nxt, wk.prv, wk.heap, cache, lcache, wk.f_ids, wk.f_s,
+    lit0 = lower_bound(wk.ls, 0, nlit, c0)
+    nf = encode_range(c0, nw, cps, wk.fl, ea.fold, ea.family, u8, wk.char_start, wk.ls, wk.le,
+                      wk.lid, lit0, nlit, ea.bpe, wk.ends, wk.sym, wk.rank, wk.nxt, wk.prv, wk.heap, cache, lcache, wk.f_ids, wk.f_s,
                       wk.f_e, 0)  # fmt: skip
     plan_core(ra, cps, nw, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
-              wk.f_ids, wk.f_s, wk.f_e, nf, wk)  # fmt: skip
+              wk.f_ids, wk.f_s, wk.f_e, nf, wk, cut_k)  # fmt: skip
     apply_if_free(apply_now, c_ids, c_s, c_e, n, wk.f_ids, wk.f_s, wk.f_e, ws, new_len - old_len,
                   wk.res)  # fmt: skip
 
@@ -446,17 +484,18 @@ def plan_sentencepiece(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s,
                    sa.bpe, wk.sym, wk.rank, wk.nxt, wk.prv, wk.heap, cache, True, wk.f_ids, wk.f_s,
                    wk.f_e, 0)  # fmt: skip
     plan_core(ra, wk.cps, nw, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
-              wk.f_ids, wk.f_s, wk.f_e, nf, wk)  # fmt: skip
+              wk.f_ids, wk.f_s, wk.f_e, nf, wk, -1)  # fmt: skip
     apply_if_free(apply_now, c_ids, c_s, c_e, n, wk.f_ids, wk.f_s, wk.f_e, ws, new_len - old_len,
                   wk.res)  # fmt: skip
 
 
 @numba.njit(cache=True, nogil=True)
 def plan_records(cps, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n, f_ids, f_s,
-                 f_e, ra, wk, apply_now):  # fmt: skip
-    """Plan the splice for fresh records the caller encoded (window coordinates)."""
+                 f_e, ra, wk, apply_now, cut_k):  # fmt: skip
+    """Plan the splice for fresh records the caller encoded (window coordinates; from the
+    start of cached record ``cut_k`` when it is >= 0, ``find_cut``)."""
     plan_core(ra, cps, cps.size, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
-              f_ids, f_s, f_e, f_ids.size, wk)  # fmt: skip
+              f_ids, f_s, f_e, f_ids.size, wk, cut_k)  # fmt: skip
     apply_if_free(apply_now, c_ids, c_s, c_e, n, f_ids, f_s, f_e, ws, new_len - old_len, wk.res)
 
 
@@ -525,6 +564,7 @@ def repair_args(tok, rules) -> RepairArgs:
         lit_keys=trie.keys,
         lit_child=trie.child,
         lit_term=trie.term,
+        cut_splice=bool(rules.cut_splice),
     )
 
 
@@ -593,6 +633,7 @@ class Planner:
         self._local = threading.local()
         self._plan_engine = _Bound(plan_engine)
         self._plan_records = _Bound(plan_records)
+        self._find_cut = _Bound(find_cut)
         self._apply = _Bound(apply)
 
     def _workspace(self, need: int) -> Workspace:
@@ -636,15 +677,21 @@ class Planner:
                 status = wk.res[R_STATUS]
                 fresh = (wk.f_ids, wk.f_s, wk.f_e)
             if status == NEED_RECORDS:
-                f_ids, f_s, f_e = self.engine.encode(text)
+                cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+                cut_k = -1
+                if self.ea is not None:  # plan_engine found the cut (if any) already
+                    cut_k = int(wk.res[R_CUT])
+                elif self.ra.cut_splice:
+                    cut_k = int(self._find_cut(self.ra, cps, cps.size, ws, prefix, c_s, c_e, n))
+                c0 = int(c_s[cut_k]) - ws if cut_k >= 0 else 0
+                f_ids, f_s, f_e = self.engine.encode(text[c0:])
                 # one dtype for fresh records on every path (one compiled specialization)
                 f_ids = f_ids.astype(np.int64)
-                f_s = f_s.astype(np.int64, copy=False)
-                f_e = f_e.astype(np.int64, copy=False)
-                cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+                f_s = f_s.astype(np.int64) + c0
+                f_e = f_e.astype(np.int64) + c0
                 wk = self._workspace(max(u8.size, len(f_ids)))
                 self._plan_records(cps, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e,
-                                   n, f_ids, f_s, f_e, self.ra, wk, apply_now)  # fmt: skip
+                                   n, f_ids, f_s, f_e, self.ra, wk, apply_now, cut_k)  # fmt: skip
                 fresh = (f_ids, f_s, f_e)
             res = wk.res.tolist()
             if res[R_STATUS] == OK:
@@ -654,7 +701,8 @@ class Planner:
                     reason = "first-window splice"
                 else:
                     reason = f"splice after {widenings} widening{'s' if widenings > 1 else ''}"
-                return Planned(True, res, widenings, reason, we - ws, ws, fresh, self._apply)
+                start = res[R_B_LEFT] if res[R_CUT] >= 0 else ws  # the cut: encoded from there
+                return Planned(True, res, widenings, reason, we - start, ws, fresh, self._apply)
             if res[R_WHY_KIND]:
                 why = _why(res)
             if widenings >= max_widenings:
