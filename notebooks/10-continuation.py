@@ -88,6 +88,9 @@ for ax in grid.axes.flat:
     ax.set(xscale="log", yscale="log")
     ax.set_xticks(ticks, labels)
     ax.xaxis.set_minor_formatter(plt.NullFormatter())
+    for line in ax.lines:  # the tier's own line on top of the ones it may overlap
+        if line.get_color() == palette.COLORS["tier append"]:
+            line.set_zorder(4)
     ax.axhline(50, ls=":", c="gray", lw=1)
     ax.text(ticks[-1], 50, "50 µs target ", va="top", ha="right", fontsize=8, color="gray")
 grid.set_axis_labels("session context N (characters)", "P50 µs per continuation")

@@ -305,3 +305,30 @@ def test_cut_never_lands_inside_a_literal():
     got = [t.append("l", "_id|> next") for t in pair]
     _same_result(*got, text, tok)
     assert got[0].boundaries[0] <= len(PROSE) + len("done ")
+
+
+def test_without_the_cut_both_plans_run_the_window_protocol():
+    """``cut_splice=False``: the paper's protocol (a window of old text, a certified run),
+    still identical between the two implementations and exact; the cut encodes less."""
+    tok = toktier.load("llama3")
+    tiers = {
+        cut: tuple(
+            Tier(tok, repair_impl=impl, verify_rate=0, delta_aware=False, cut_splice=cut)
+            for impl in ("compiled", "python")
+        )
+        for cut in (True, False)
+    }
+    text = PROSE
+    for pair in tiers.values():
+        for t in pair:
+            t.encode(text, session="w")
+    delta = " and the next turn of the transcript, 42 lines"
+    text += delta
+    got = {cut: [t.append("w", delta) for t in pair] for cut, pair in tiers.items()}
+    for results in got.values():
+        _same_result(*results, text, tok)
+    window = repair.default_window(tok)
+    assert got[False][0].window_chars == window + len(delta)
+    assert got[True][0].window_chars < len(delta) + 40 < window
+    with pytest.raises(TypeError, match="cut_splice"):
+        Tier(tok, cut_splice="yes")

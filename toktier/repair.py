@@ -319,11 +319,13 @@ def plan(
     *,
     window: int = DEFAULT_WINDOW,
     max_widenings: int = DEFAULT_MAX_WIDENINGS,
+    cut: bool = True,
 ) -> Attempt:
     """Find a certified splice for ``T`` given ``A``'s records; does not mutate anything.
 
     ``window_text(ws, we)`` returns ``T[ws:we]``; ``prefix``/``suffix`` are the common
     prefix and suffix lengths of ``A`` and ``T`` (with prefix + suffix <= both lengths).
+    ``cut``: try the cut splice first (step 0); False: the window-and-run protocol alone.
     """
     c_ids, c_s, c_e = cached
     shift = new_len - old_len
@@ -336,15 +338,15 @@ def plan(
         we = min(new_len, right_start + wr)
         text = window_text(ws, we)
         cps = _codepoints(text)
-        cut = find_cut(rules, text, cps, ws, prefix, c_s, c_e)
-        start = ws if cut is None else int(c_s[cut])  # the cut: encode the new text from it
+        cut_k = find_cut(rules, text, cps, ws, prefix, c_s, c_e) if cut else None
+        start = ws if cut_k is None else int(c_s[cut_k])  # the cut: encode the new text from it
         f_ids, f_s, f_e = engine.encode(text[start - ws :])
         f_s = f_s + start
         f_e = f_e + start
         left_ok = right_ok = True
         keep_left, fresh_from, b_left = 0, 0, None
-        if cut is not None:
-            keep_left, b_left = cut, start
+        if cut_k is not None:
+            keep_left, b_left = cut_k, start
         elif ws > 0:
             left_ok = False
             lo, hi = ws + rules.margin, prefix

@@ -168,6 +168,8 @@ class Tier:
     ``window``: characters of old text encoded with each change (None: the tokenizer's
     ``repair.default_window``, the certificate's minimum plus a little play; 318 for
     llama3); a window that does not certify is doubled, ``max_widenings`` times.
+    ``cut_splice``: take the cut splice where the old text offers one (``repair.find_cut``;
+    the default); False runs the paper's window-and-run protocol alone (for comparisons).
     ``max_bytes``: the memory budget of session state, 2 GiB by default (least recently
     used sessions are evicted beyond it; ``stats()`` counts them; None: no budget).
     Bad arguments raise ``TypeError`` / ``ValueError`` here, not in a later request.
@@ -191,9 +193,12 @@ class Tier:
         verifier: ShadowVerifier | None = None,
         quarantine_dir=None,
         quarantine_sessions: bool = False,
+        cut_splice: bool = True,
     ):
         _check_options(window, max_widenings, ttl_s, max_bytes, repair_impl, gpu, gpu_min_chars,
                        delta_aware, verify_rate, quarantine_sessions)  # fmt: skip
+        if not isinstance(cut_splice, bool):
+            raise TypeError(f"cut_splice must be True or False, got {cut_splice!r}")
         if engine is not None and not isinstance(engine, Engine):
             raise TypeError(
                 "engine must be an exact engine (engine.protocol.Engine: name, encode, "
@@ -237,11 +242,12 @@ class Tier:
         self.max_widenings = max_widenings
         self._rules = repair.rules_for(self.tokenizer)
         self.repair_impl = repair_impl
+        self.cut_splice = cut_splice
         self._planner = None
         if self._rules is not None and repair_impl == "compiled":
             from .engine.splice import Planner
 
-            self._planner = Planner(self.tokenizer, self._rules, self.engine)
+            self._planner = Planner(self.tokenizer, self._rules, self.engine, cut=cut_splice)
             self.engine_warmup_s += self._warm_repair()
         # Striped locks: one session always maps to the same lock (its requests are
         # serialized), memory stays bounded however many session ids come and go.
@@ -469,6 +475,7 @@ class Tier:
             attempt = repair.plan(
                 self._rules, self.engine, state.records(), old_len, new_len, prefix, suffix,
                 source.window, window=self.window, max_widenings=self.max_widenings,
+                cut=self.cut_splice,
             )  # fmt: skip
             ok, widenings, reason = attempt.splice is not None, attempt.widenings, attempt.reason
         if not ok:

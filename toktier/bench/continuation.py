@@ -19,9 +19,10 @@ stream, never a continuation), as a server that has been running would.
 - ``tier full text``: ``Tier.encode(whole text, session)``, as a front end sends it;
 - ``tier append, Python plan``: the same protocol through ``repair.plan`` (before the
   compiled path: the reference implementation);
-- ``tier append, 512-char window``: the compiled path with the window of old text it
-  used before ``repair.default_window`` (254 characters for llama3): what the smaller
-  window saves;
+- ``tier append, no cut``: the compiled path with the cut splice off
+  (``Tier(cut_splice=False)``): the paper's window-and-run protocol, which encodes
+  ``repair.default_window`` characters of old text with every change (318 for llama3);
+  what the cut saves;
 - ``fastokens full re-encode``: one warm object, as deployed;
 - ``Gigatoken prewarmed``: one object per session that has encoded the session text;
 - ``engine full encode``: toktier's own stateless engine on the whole text;
@@ -48,7 +49,7 @@ from ..tier import Tier
 from .timing import private_engine, time_ms
 
 TIER_METHODS = (
-    "tier append", "tier full text", "tier append, Python plan", "tier append, 512-char window",
+    "tier append", "tier full text", "tier append, Python plan", "tier append, no cut",
 )  # fmt: skip
 BASELINES = ("fastokens full re-encode", "Gigatoken prewarmed", "engine full encode")
 METHODS = TIER_METHODS + BASELINES
@@ -161,8 +162,8 @@ def continuation_latency(
         tiers["full"] = tier()
     if "tier append, Python plan" in methods:
         tiers["python"] = tier(repair_impl="python")
-    if "tier append, 512-char window" in methods:
-        tiers["w512"] = tier(window=512)
+    if "tier append, no cut" in methods:
+        tiers["no_cut"] = tier(cut_splice=False)
     fast = giga = None
     with contextlib.suppress(ImportError):
         fast = FastokensFull(tok) if "fastokens full re-encode" in methods else None
@@ -179,7 +180,7 @@ def continuation_latency(
         "tier append": lambda sid, p, d: _tier_samples(tiers["compiled"], sid, p, d, False, reference),
         "tier full text": lambda sid, p, d: _tier_samples(tiers["full"], sid, p, d, True, reference),
         "tier append, Python plan": lambda sid, p, d: _tier_samples(tiers["python"], sid, p, d, False, reference),
-        "tier append, 512-char window": lambda sid, p, d: _tier_samples(tiers["w512"], sid, p, d, False, reference),
+        "tier append, no cut": lambda sid, p, d: _tier_samples(tiers["no_cut"], sid, p, d, False, reference),
         "fastokens full re-encode": lambda sid, p, d: _baseline_samples(fast.full, p, d),
         "Gigatoken prewarmed": lambda sid, p, d: (giga.new_session(), _baseline_samples(giga.full, p, d))[1],
         "engine full encode": lambda sid, p, d: _baseline_samples(full, p, d),

@@ -13,7 +13,7 @@ COLORS = {
     "tier over the engine": _BLUE,
     "toktier repair": _BLUE,
     "tier full text": _SKY,
-    "tier append, 512-char window": "#000000",
+    "tier append, no cut": "#000000",
     "tier append, Python plan": _GREEN,
     "tier over reference windows": _GREEN,
     # toktier's stateless engine

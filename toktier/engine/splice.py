@@ -624,8 +624,9 @@ class Planner:
     then only the window encode runs outside, and matching and certificate stay compiled.
     """
 
-    def __init__(self, tok, rules, engine):
-        self.ra = repair_args(tok, rules)
+    def __init__(self, tok, rules, engine, *, cut: bool = True):
+        ra = repair_args(tok, rules)
+        self.ra = ra if cut else ra._replace(cut_splice=False)  # ``cut``: ``repair.plan``'s
         self.engine = engine
         self.ea = engine_args(engine) if isinstance(engine, cpu.CpuEngine) else None
         self.sa = engine.sp_args() if isinstance(engine, SentencePieceEngine) else None
