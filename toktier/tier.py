@@ -165,7 +165,8 @@ class Tier:
     ``quarantine_sessions``: a verified mismatch also drops the session's state, so
     its next request is encoded in full.
     ``ttl_s``: a session idle this long is dropped (no caller needed; None: never);
-    ``window``: characters of old text encoded with each change (None: the tokenizer's
+    ``window``: characters of old text a change may reach back into: the cut is searched
+    there, and without one they are encoded with the change (None: the tokenizer's
     ``repair.default_window``, the certificate's minimum plus a little play; 318 for
     llama3); a window that does not certify is doubled, ``max_widenings`` times.
     ``cut_splice``: take the cut splice where the old text offers one (``repair.find_cut``;
