@@ -106,6 +106,24 @@ def test_a_text_beyond_the_workspace_budget_goes_in_parts(trajectory_archive):
         assert len(calls) >= 8, name
 
 
+def test_a_threads_workspace_is_made_once_at_the_budget():
+    """The first request makes the thread's workspace at the full budget and larger requests
+    within it reuse that same workspace (no re-allocation per new size); beyond the budget a
+    one-call workspace serves and the thread's stays as it was.  IDs stay exact throughout."""
+    budget = 1 << 14
+    eng = CpuEngine(toktier.load("llama3"), workspace_bytes=budget)
+    eng.encode("x = 1\n")
+    wk = eng._local.workspace
+    assert wk.cps.size == budget
+    text = "".join(corpus.stdlib_documents())[:budget].encode()[: budget - 100].decode(
+        "utf-8", "ignore"
+    )
+    _assert_exact(eng, text[:1000])
+    _assert_exact(eng, text)
+    assert eng._local.workspace is wk
+    assert eng._workspace(budget + 1) is not wk and eng._local.workspace is wk
+
+
 def test_parallel_parts_are_cut_where_both_sides_encode_alone(engine):
     """``encode_parallel`` finds its cuts from small windows (``_byte_cut_near``): dense added-
     token literals, literal prefixes, NFC-unsafe and multi-byte characters around every target
