@@ -52,7 +52,7 @@ def test_tokenizers_table_says_why_a_tokenizer_stays_on_the_reference(capsys, tm
     assert main(["tokenizers", str(odd), "bert-uncased", "tekken", "mistral-sp-v1"]) == 0
     out = capsys.readouterr().out
     assert "outside the SentencePiece shape" in out
-    assert "no compiled WordPiece engine" in out and "engine + repair" in out  # tekken
+    assert "engine + repair (WordPiece rules)" in out and "engine + repair" in out  # tekken
     assert "engine + repair (SentencePiece rules)" in out
 
 

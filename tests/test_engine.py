@@ -221,13 +221,27 @@ def test_tables_reproduce_the_merges():
     assert bytes_hash(b"abc") != bytes_hash(b"acb")
 
 
-def test_unsupported_families_stay_on_the_reference():
+def test_unsupported_shapes_stay_on_the_reference(tmp_path):
+    """WordPiece gets its own engine, not the byte-level one; a WordPiece file with an
+    added token the engine does not implement (matched on the normalized text) stays on the
+    reference."""
+    import json
+
     bert = toktier.load("bert-uncased")
-    assert engine_for(bert) is None
-    assert default_engine(bert).name == "reference"
+    assert default_engine(bert).name == "numba-cpu-wordpiece"
     with pytest.raises(EngineUnsupported):
         CpuEngine(bert)
-    assert bert.encode("Hello there").tolist() == bert.reference("Hello there")
+    doc = bert.document()
+    mask = next(t for t in doc["added_tokens"] if t["content"] == "[MASK]")
+    mask["normalized"] = True
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(doc))
+    odd = toktier.load(path)
+    assert odd.family == "wordpiece"
+    assert engine_for(odd) is None
+    assert default_engine(odd).name == "reference"
+    text = "Hello  [MASK] there"
+    assert odd.encode(text).tolist() == odd.reference(text)
 
 
 def test_tokenizer_encode_uses_the_engine():

@@ -88,9 +88,8 @@ def test_mid_context_edits(name):
 def test_default_engine_is_the_certified_one_where_it_applies(name):
     tier = Tier(name)
     family = tier.tokenizer.family
-    expected = {"sentencepiece": "numba-cpu-sentencepiece"}.get(
-        family, "numba-cpu" if family in BYTE_LEVEL_FAMILIES else "reference"
-    )
+    own = {"sentencepiece": "numba-cpu-sentencepiece", "wordpiece": "numba-cpu-wordpiece"}
+    expected = own.get(family, "numba-cpu" if family in BYTE_LEVEL_FAMILIES else "reference")
     assert tier.engine.name == expected
     assert tier.encode(PROSE).path == ("reference" if expected == "reference" else "cpu")
 

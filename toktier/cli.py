@@ -39,7 +39,7 @@ def _route(tok) -> str:
     if tok.family in BYTE_LEVEL_FAMILIES:
         return "engine + repair"
     if tok.family == "wordpiece":
-        return "reference + repair (no compiled WordPiece engine)"
+        return "engine + repair (WordPiece rules)"
     if tok.family == "sentencepiece":
         from .families.stability import byte_fallback_chars
 
@@ -154,9 +154,10 @@ def _write_csv(path: str, rows: list[dict], fields: list[str] | None = None) -> 
 def _cmd_certify_engine(args) -> int:
     from .bench.machine import machine_facts
     from .campaigns import engine_campaign
+    from .families import ENGINE_FAMILIES
     from .registry import known, load
 
-    names = args.names or [n for n in known() if load(n).family != "wordpiece"]
+    names = args.names or [n for n in known() if load(n).family in ENGINE_FAMILIES]
     gpu_options = {}
     device_facts = None
     if args.device == "gpu":

@@ -888,12 +888,16 @@ class CpuEngine:
 
 def new_engine(tok):
     """A fresh compiled CPU engine for ``tok`` (own piece caches): ``CpuEngine`` for the
-    byte-level families, ``sentencepiece.SentencePieceEngine`` for SentencePiece BPE;
-    ``EngineUnsupported`` when neither applies."""
+    byte-level families, ``sentencepiece.SentencePieceEngine`` for SentencePiece BPE,
+    ``wordpiece.WordPieceEngine`` for WordPiece; ``EngineUnsupported`` when none applies."""
     if tok.family == "sentencepiece":
         from .sentencepiece import SentencePieceEngine
 
         return SentencePieceEngine(tok)
+    if tok.family == "wordpiece":
+        from .wordpiece import WordPieceEngine
+
+        return WordPieceEngine(tok)
     return CpuEngine(tok)
 
 

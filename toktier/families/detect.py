@@ -11,7 +11,7 @@ FAMILIES = (
 BYTE_LEVEL_FAMILIES = ("cl100k", "qwen", "qwen-lm", "o200k", "tekken", "deepseek")
 # Families with a compiled engine (``engine.cpu.new_engine`` on the CPU, ``engine.gpu`` on
 # the device): the byte-level ones and SentencePiece BPE.
-ENGINE_FAMILIES = (*BYTE_LEVEL_FAMILIES, "sentencepiece")
+ENGINE_FAMILIES = (*BYTE_LEVEL_FAMILIES, "sentencepiece", "wordpiece")
 
 # (split patterns in order, normalizer) -> family
 _BYTE_LEVEL_SHAPES = {

@@ -134,6 +134,8 @@ class GpuEngine:
             raise GpuUnavailable("no usable CUDA GPU with CuPy (and NUMBA_ENABLE_CUDASIM is off)")
         self.tokenizer = tok
         self._cpu = cpu or engine_for(tok) or CpuEngine(tok)  # raises EngineUnsupported
+        if tok.family == "wordpiece":
+            raise EngineUnsupported("WordPiece has no GPU kernels (its CPU engine serves)")
         sp_engine = getattr(self._cpu, "sp", None) is not None  # SentencePieceEngine
         self.tables = t = self._cpu.tables if not sp_engine else self._cpu.text_tables()
         self._be = be = _backend or _make_backend()
