@@ -66,7 +66,8 @@ def fresh_texts(trajs, tokenizer_name: str, chars: int, n: int, stride: int = 7)
 
 
 def methods(tok, *, lopt_workers: int | None = None, lopt: bool = True) -> dict:
-    """name -> (prepare(text) -> callable timed once). Missing optional baselines are skipped;
+    """name -> (prepare(text) -> callable timed once). Optional baselines that are missing or
+    cannot load this tokenizer are skipped (neither Gigatoken nor fastokens takes WordPiece);
     ``lopt=False`` leaves out the LoPT reproduction (its worker processes)."""
     # Two engine objects: the methods time the same text one after the other, and a shared
     # engine's piece caches would hand the second method the first one's pieces.
@@ -81,13 +82,18 @@ def methods(tok, *, lopt_workers: int | None = None, lopt: bool = True) -> dict:
         import gigatoken
 
         path = tok.checked_path()
+        try:
+            gigatoken.Tokenizer(path)
+        except (RuntimeError, ValueError):  # a model Gigatoken does not implement (WordPiece)
+            path = None
 
         def giga(t):
             g = gigatoken.Tokenizer(path)  # empty cache; construction is not timed
             return lambda: g.encode(t)
 
-        out["Gigatoken, empty cache"] = giga
-    with contextlib.suppress(ImportError):
+        if path is not None:
+            out["Gigatoken, empty cache"] = giga
+    with contextlib.suppress(ImportError, ValueError):  # ValueError: a model it does not take
         import fastokens
 
         f = fastokens.Tokenizer.from_file(tok.checked_path())

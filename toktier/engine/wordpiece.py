@@ -150,7 +150,8 @@ def _encode_range(t, cps, c0, c1, ls, le, lid, nlit):
     total = 0
     for i in range(c0, c1):
         total += t.norm_off[cps[i] + 1] - t.norm_off[cps[i]]
-    size = total + (c1 - c0) + 1  # a literal is one token of >= 1 character
+    # every token holds >= 1 normalized character, or is a literal
+    size = total + (np.searchsorted(ls[:nlit], c1) - k) + 1
     out_ids = np.empty(size, dtype=np.uint32)
     out_s = np.empty(size, dtype=np.int64)
     out_e = np.empty(size, dtype=np.int64)
@@ -351,7 +352,6 @@ class WordPieceEngine:
         self.threads = threads or numba.config.NUMBA_NUM_THREADS
         self.compile_seconds: float | None = None
         self._parts = _cpu.PartsPool("toktier-wp")
-        self._lock = threading.Lock()
         self.literal_probes = check_literals(tok, lambda text: self.encode(text)[0])
 
     def __repr__(self) -> str:
