@@ -84,3 +84,19 @@ def test_cli_writes_the_claims_of_a_tree(tmp_path, capsys):
     text = (tree / "CLAIMS.md").read_text()
     assert "| L1 |" in text and "refuses" in text and "pending: not run" in text
     assert "20 claims" in capsys.readouterr().out
+
+
+def test_engine_target_cells_without_the_peer_are_not_counted(tmp_path):
+    """A tokenizer neither peer takes (WordPiece: no Gigatoken, no fastokens) adds HF cells
+    only; its empty peer cells count neither as met nor as missed."""
+    tree = _tree(tmp_path, "full-tokenization.csv", "engine-targets.csv")
+    e = pd.read_csv(tree / "tables" / "engine-targets.csv")
+    byte_level = e[e["1t_vs_gigatoken"].notna()]
+    big = byte_level[byte_level.chars >= 1_000_000]
+    want = f"1 thread ≤ Gigatoken empty at ≥ 1M {int((big['1t_vs_gigatoken'] >= 1).sum())} of {len(big)}"
+    assert want in _row(claims.evaluate(tree), "F1")["verdict"]
+    extra = byte_level.iloc[:2].assign(
+        tokenizer="wp", **{"1t_vs_gigatoken": None, "all_vs_fastokens": None}
+    )
+    pd.concat([byte_level, extra]).to_csv(tree / "tables" / "engine-targets.csv", index=False)
+    assert want in _row(claims.evaluate(tree), "F1")["verdict"]
