@@ -143,18 +143,23 @@ def _segment(t, cps, lo, hi, wcp, worig, out_ids, out_s, out_e, n):
 
 
 @numba.njit(cache=True, nogil=True)
-def _encode_range(t, cps, c0, c1, ls, le, lid, nlit):
+def _encode_range(t, cps, c0, c1, ls, le, lid, nlit, out_ids, out_s, out_e):
     """(ids, starts, ends) of original characters ``[c0, c1)`` (a certified range: the
-    text's ends or cuts), literals of the whole text in ``ls[:nlit]``; fresh arrays."""
+    text's ends or cuts), literals of the whole text in ``ls[:nlit]``; fresh arrays.
+
+    ``out_*``: the thread's token buffers, used when they can hold the range's bound
+    (otherwise buffers of that size are made for the call).
+    """
     k = np.searchsorted(ls[:nlit], c0)
     total = 0
     for i in range(c0, c1):
         total += t.norm_off[cps[i] + 1] - t.norm_off[cps[i]]
     # every token holds >= 1 normalized character, or is a literal
     size = total + (np.searchsorted(ls[:nlit], c1) - k) + 1
-    out_ids = np.empty(size, dtype=np.uint32)
-    out_s = np.empty(size, dtype=np.int64)
-    out_e = np.empty(size, dtype=np.int64)
+    if size > out_ids.size:
+        out_ids = np.empty(size, dtype=np.uint32)
+        out_s = np.empty(size, dtype=np.int64)
+        out_e = np.empty(size, dtype=np.int64)
     cap = t.max_word_chars + 1
     wcp = np.empty(cap, dtype=np.int64)
     worig = np.empty(cap, dtype=np.int64)
@@ -179,17 +184,13 @@ def _encode_range(t, cps, c0, c1, ls, le, lid, nlit):
 
 
 @numba.njit(cache=True, nogil=True)
-def _decode(u8, f1, k1, c1, t1, f2, k2, c2, t2, has2):
-    """Code points of valid UTF-8 and the literals the reference cuts out first."""
-    nb = u8.size
-    cps = np.empty(nb, dtype=np.uint32)
-    char_start = np.empty(nb + 1, dtype=np.int64)
-    n = utf8_decode(u8, cps, char_start)
-    ls = np.empty(n, dtype=np.int64)
-    le = np.empty(n, dtype=np.int64)
-    lid = np.empty(n, dtype=np.int64)
-    nlit = _cpu._find_literals(cps, n, f1, k1, c1, t1, f2, k2, c2, t2, has2, ls, le, lid)
-    return cps[:n], ls, le, lid, nlit
+def _decode(u8, f1, k1, c1, t1, f2, k2, c2, t2, has2, wk):
+    """Code points of valid UTF-8 and the literals the reference cuts out first, in the
+    workspace ``wk`` (at least ``u8.size`` entries): (cps, ls, le, lid, nlit), views."""
+    n = utf8_decode(u8, wk.cps, wk.char_start)
+    cps = wk.cps[:n]
+    nlit = _cpu._find_literals(cps, n, f1, k1, c1, t1, f2, k2, c2, t2, has2, wk.ls, wk.le, wk.lid)
+    return cps, wk.ls, wk.le, wk.lid, nlit
 
 
 @numba.njit(cache=True, nogil=True)
@@ -249,6 +250,27 @@ def _split(t, cps):
         ends[m] = n
         m += 1
     return starts[:m], ends[:m]
+
+
+class Workspace(NamedTuple):
+    """A thread's reusable buffers (``cpu.thread_workspace``: made once at the budget, pages
+    touched only as used): a request allocates nothing text-sized but its result."""
+
+    cps: np.ndarray  # uint32[cap]
+    char_start: np.ndarray  # int64[cap + 1] (written by the decode, not read)
+    ls: np.ndarray  # int64[cap]: literal starts, ends, ids
+    le: np.ndarray
+    lid: np.ndarray
+    out_ids: np.ndarray  # uint32[2 cap + 2]: tokens before the copy out
+    out_s: np.ndarray  # int64[2 cap + 2]
+    out_e: np.ndarray
+
+
+def _new_workspace(cap: int) -> Workspace:
+    e = np.empty
+    return Workspace(e(cap, np.uint32), e(cap + 1, np.int64), e(cap, np.int64),
+                     e(cap, np.int64), e(cap, np.int64), e(2 * cap + 2, np.uint32),
+                     e(2 * cap + 2, np.int64), e(2 * cap + 2, np.int64))  # fmt: skip
 
 
 # --- tables ------------------------------------------------------------------------------
@@ -352,6 +374,7 @@ class WordPieceEngine:
         self.threads = threads or numba.config.NUMBA_NUM_THREADS
         self.compile_seconds: float | None = None
         self._parts = _cpu.PartsPool("toktier-wp")
+        self._local = threading.local()
         self.literal_probes = check_literals(tok, lambda text: self.encode(text)[0])
 
     def __repr__(self) -> str:
@@ -376,9 +399,13 @@ class WordPieceEngine:
         return _split(self.tables, cps)
 
     # --- encode -------------------------------------------------------------------------
+    def _workspace(self, nb: int) -> Workspace:
+        return _cpu.thread_workspace(self._local, nb, self.workspace_bytes, _new_workspace)
+
     def _prepare(self, text: str):
+        """(cps, ls, le, lid, nlit) in this thread's workspace (valid until its next call)."""
         u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-        return _decode(u8, *self._trie_args)
+        return _decode(u8, *self._trie_args, self._workspace(u8.size))
 
     def certified_cuts(self, text: str) -> np.ndarray:
         """Every position where the engine may cut ``text`` (for certification)."""
@@ -436,8 +463,10 @@ class WordPieceEngine:
             return (np.zeros(0, np.uint32), np.zeros(0, np.int64), np.zeros(0, np.int64))
 
         def run(lo, hi, engine):
-            if engine:
-                return _encode_range(t, cps, lo, hi, ls, le, lid, nlit)
+            if engine:  # token buffers of the thread that runs the part
+                wk = self._workspace(hi - lo)
+                return _encode_range(t, cps, lo, hi, ls, le, lid, nlit, wk.out_ids, wk.out_s,
+                                     wk.out_e)  # fmt: skip
             enc = self.tokenizer.hf.encode(text[lo:hi], add_special_tokens=False)
             off = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
             return (np.asarray(enc.ids, dtype=np.uint32), off[:, 0] + lo, off[:, 1] + lo)
