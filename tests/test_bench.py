@@ -171,6 +171,13 @@ def test_frontend_cost_replays_the_mixture_exactly(trajectory_archive):
     )
 
 
+def test_rotated_orders_start_at_each_method_in_turn():
+    from toktier.bench.timing import rotated
+
+    assert rotated("abc", 0) == ["a", "b", "c"] and rotated("abc", 4) == ["b", "c", "a"]
+    assert [rotated(range(3), k)[0] for k in range(3)] == [0, 1, 2] and rotated([], 5) == []
+
+
 def test_engine_targets_time_every_method_on_the_same_distinct_texts():
     """Issue #12's target benchmark: distinct slices of exactly the asked size, every method
     on each, toktier's samples checked against the reference, ratios computed per cell."""
@@ -185,6 +192,8 @@ def test_engine_targets_time_every_method_on_the_same_distinct_texts():
     assert {"toktier CPU, 1 thread", "toktier CPU, all cores", "HF serial"} <= methods
     assert all(r["exact"] for r in rows if r["method"].startswith("toktier"))
     assert {(r["sample"], r["chars"]) for r in rows} == {(0, 2_000), (1, 2_000)}
+    first = [next(r["method"] for r in rows if r["sample"] == s) for s in (0, 1)]
+    assert first[0] != first[1]  # the order rotates: no method always goes first
     (cell,) = engine_targets.summary(rows)
     assert (cell["tokenizer"], cell["text"], cell["chars"]) == ("llama3", "code", 2_000)
     assert {"1t_vs_gigatoken", "1t_vs_hf", "all_vs_fastokens", "parallel_speedup"} <= set(cell)
