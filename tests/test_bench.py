@@ -171,11 +171,15 @@ def test_frontend_cost_replays_the_mixture_exactly(trajectory_archive):
     )
 
 
-def test_rotated_orders_start_at_each_method_in_turn():
-    from toktier.bench.timing import rotated
+def test_sample_order_rotates_the_light_methods_and_keeps_the_heavy_ones_last():
+    from toktier.bench.timing import rotated, sample_order
 
     assert rotated("abc", 0) == ["a", "b", "c"] and rotated("abc", 4) == ["b", "c", "a"]
-    assert [rotated(range(3), k)[0] for k in range(3)] == [0, 1, 2] and rotated([], 5) == []
+    assert rotated([], 5) == []
+    ms = {"toktier 1": 1, "HF serial": 2, "toktier all": 3, "Gigatoken": 4, "LoPT repro.": 5}
+    orders = [[name for name, _ in sample_order(ms, k)] for k in range(3)]
+    assert [o[0] for o in orders] == ["toktier 1", "toktier all", "Gigatoken"]
+    assert all(o[-2:] == ["HF serial", "LoPT repro."] for o in orders)
 
 
 def test_engine_targets_time_every_method_on_the_same_distinct_texts():

@@ -2,10 +2,11 @@
 interleaved, at 48K / 1M / 4.4M characters, for every byte-level tokenizer asked for.
 
 Every method encodes the same texts (each sample a different slice of the corpus, so no
-sample repeats another's text), in an order rotated per sample (``timing.rotated``) with
-the reference's check after the clocks; P50 over the samples.  toktier's engine is one warm object
-as deployed (its piece caches hold earlier samples' pieces); Gigatoken gets a new object
-per sample (empty cache, construction not timed); fastokens and HF are one warm object.
+sample repeats another's text), the light methods' order rotated per sample after the
+heavy ones (``timing.sample_order``), the reference's check after the clocks; P50 over the
+samples.  toktier's engine is one warm object as deployed (its piece caches hold earlier
+samples' pieces); Gigatoken gets a new object per sample (empty cache, construction not
+timed); fastokens and HF are one warm object.
 Corpora: CPython's stdlib sources (code) and pycountry's catalogs in 500+ languages
 (multilingual, 4.3M characters: a 4.4M slice wraps around once); "code + multilingual"
 alternates 2,000-character blocks of both.  Each toktier sample is checked against HF.
@@ -20,7 +21,7 @@ from tqdm.auto import tqdm
 
 from ..campaigns import corpus
 from .full_bench import methods
-from .timing import rotated, time_ms
+from .timing import sample_order, time_ms
 
 METHODS = ("toktier CPU, 1 thread", "toktier CPU, all cores", "Gigatoken, empty cache",
            "fastokens", "HF serial")  # fmt: skip
@@ -64,7 +65,7 @@ def run(tok, sizes, samples: int, *, kinds=KINDS, progress: bool = True) -> list
             if nfc:  # what a serving front end sends an NFC tokenizer is usually NFC already
                 text = tok.hf.normalizer.normalize_str(text)
             checks = []
-            for name, prep in rotated(ms.items(), i):  # no method always goes first
+            for name, prep in sample_order(ms, i):  # a different method follows the heavy ones
                 fn = prep(text)
                 row = {"tokenizer": tok.name, "text": kind, "chars": chars, "method": name,
                        "sample": i, "ms": time_ms(fn)}  # fmt: skip

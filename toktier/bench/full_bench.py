@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 
 from ..engine.cpu import new_engine
 from .streams import _segments
-from .timing import rotated, time_ms
+from .timing import sample_order, time_ms
 
 # The paper's Table 4 (qwen3, P50 ms at 100K / 1M / 2M / 4.4M characters, its AMD EPYC 9115 host).
 PAPER_TABLE4_SIZES = (100_000, 1_000_000, 2_000_000, 4_400_000)
@@ -125,7 +125,7 @@ def full_latency(tok, trajs, contexts: list[int], samples: int, *, progress: boo
         texts = fresh_texts(trajs, tok.name, chars, samples)
         for i, text in enumerate(tqdm(texts, desc=f"{chars:,} chars", disable=not progress)):
             checks = []
-            for name, prep in rotated(ms.items(), i):  # no method always goes first
+            for name, prep in sample_order(ms, i):  # a different method follows the heavy ones
                 if name.startswith("HF") and chars > 2_000_000 and i >= max(3, samples // 4):
                     continue  # the reference is minutes per cell at 4.4M: fewer samples
                 if name.startswith("LoPT") and i >= max(3, samples // 4):

@@ -24,18 +24,29 @@ def timed(fn: Callable[[], object]) -> tuple[float, object]:
 
 
 def rotated(items, k: int) -> list:
-    """``items`` starting at position ``k`` (mod its length) and wrapping around.
-
-    Why: methods compared on one text run one after the other; whichever runs first meets
-    caches the previous text's methods (or the reference call) filled, and pays for it
-    (20-45% at 48K characters in bench-engine-targets).  Rotating the order per sample
-    spreads that cost over the methods instead of charging it to one of them.
-    """
+    """``items`` starting at position ``k`` (mod its length) and wrapping around."""
     items = list(items)
     if not items:
         return items
     k %= len(items)
     return items[k:] + items[:k]
+
+
+def sample_order(methods: dict, k: int, heavy=("HF", "LoPT")) -> list:
+    """The (name, prepare) pairs of sample ``k``: the light methods rotated by ``k``, then the
+    heavy ones (the reference, LoPT's processes) in their order.
+
+    Why: methods compared on one text run one after the other, and the one that follows a
+    heavy call (the reference, which also checks every sample) meets caches it filled and
+    pays for it: 20-45% at 48K characters in bench-engine-targets, charged to "1 thread"
+    on every sample while the order was fixed.  Rotating the whole order does not help (the
+    same method still follows the reference); with the heavy calls last and the light ones
+    rotated, a different method follows them on each sample, and a P50 over >= 3 samples
+    drops that one.
+    """
+    items = list(methods.items())
+    light = [m for m in items if not m[0].startswith(heavy)]
+    return rotated(light, k) + [m for m in items if m[0].startswith(heavy)]
 
 
 def time_ms(fn: Callable[[], object]) -> float:
