@@ -4,8 +4,9 @@ interleaved, at 48K / 1M / 4.4M characters, for every byte-level tokenizer asked
 Every method encodes the same texts (each sample a different slice of the corpus, so no
 sample repeats another's text), the light methods' order rotated per sample after the
 heavy ones (``timing.sample_order``), the reference's check after the clocks; P50 over the
-samples.  toktier's engine is one warm object as deployed (its piece caches hold earlier
-samples' pieces); Gigatoken gets a new object per sample (empty cache, construction not
+samples.  Each light method serves one untimed request of the cell's size first.
+toktier's engine is one warm object as deployed (its piece caches hold earlier samples'
+pieces); Gigatoken gets a new object per sample (empty cache, construction not
 timed); fastokens and HF are one warm object.
 Corpora: CPython's stdlib sources (code) and pycountry's catalogs in 500+ languages
 (multilingual, 4.3M characters: a 4.4M slice wraps around once); "code + multilingual"
@@ -61,6 +62,13 @@ def run(tok, sizes, samples: int, *, kinds=KINDS, progress: bool = True) -> list
     rows = []
     cells = list(itertools.product(kinds, sizes))
     for kind, chars in tqdm(cells, desc=tok.name, disable=not progress):
+        # Each light method first serves one untimed request of the cell's size (a slice
+        # none of the samples starts at), as a server has before: the first request of a
+        # new size touches buffer pages and pool threads no sample should pay for.
+        warm = slices(texts[kind][chars // 7 :] + texts[kind], chars, 1)[0]
+        for name, prep in ms.items():
+            if not name.startswith(("HF", "LoPT")):
+                prep(warm)()
         for i, text in enumerate(slices(texts[kind], chars, samples)):
             if nfc:  # what a serving front end sends an NFC tokenizer is usually NFC already
                 text = tok.hf.normalizer.normalize_str(text)
