@@ -30,6 +30,7 @@ seams = 40
 sessions = 2
 sweep = False
 seed = 0
+workers = 1  # processes for the ladder's jobs (the rule passes its threads)
 archive = "data/build/archives/mini-swe-agent-gemini3-swebench-verified.tar.xz"
 results_dir = "results"
 
@@ -53,7 +54,8 @@ sns.set_theme(style="whitegrid")
 # %%
 trajs = load_trajectories(Path(archive), limit=sessions) if sessions else []
 method_list = audit.method_names(sweep)
-result = audit.ladder(tokenizers, method_list, seams=seams, trajectories=trajs, seed=seed)
+result = audit.ladder(tokenizers, method_list, seams=seams, trajectories=trajs, seed=seed,
+                      workers=workers)
 result["machine"] = machine_facts()
 (results / "runs" / "audit.json").write_text(json.dumps(result, indent=1))
 rows, gens, div = audit.tables(result)

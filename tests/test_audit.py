@@ -226,3 +226,50 @@ def test_cli_audit(tmp_path, capsys):
     assert rc == 0 and out.is_file()
     text = capsys.readouterr().out
     assert "trtllm-exact-prefix" in text and "toktier" in text
+
+
+def _without_latency(result):
+    rows = [{k: v for k, v in r.items() if k not in ("p50_us", "p99_us")} for r in result["rows"]]
+    return dict(result, rows=rows)
+
+
+def test_ladder_workers_and_shared_reference_work_give_the_same_answers(trajectory_archive):
+    """The ladder's shared inputs (one reference pass per tokenizer) and its worker
+    processes change no count, reproducer or order: the same record as each method's own
+    audit, with one process or two."""
+    trajs = load_trajectories(trajectory_archive, limit=1)
+    names = ["trtllm-exact-prefix", "trtllm-prefix-cache@8", "toktier"]
+    one = ladder(["llama3"], names, seams=12, trajectories=trajs, seed=1, progress=False)
+    two = ladder(["llama3"], names, seams=12, trajectories=trajs, seed=1, progress=False,
+                 workers=2)  # fmt: skip
+    assert _without_latency(one) == _without_latency(two)
+    assert one["divergences"], "the exact-prefix method diverges on these seams"
+    tok = toktier.load("llama3")
+    for n in names:  # each job equals an audit of that method alone, nothing shared
+        alone = audit(methods(tok, [n])[n], tok, seams=12, trajectories=trajs, seed=1, name=n)
+        mine = [r for r in _without_latency(one)["rows"] if r["method"] == n]
+        assert [{k: v for k, v in r.items() if k not in ("p50_us", "p99_us")}
+                for r in alone.summary()] == [{k: v for k, v in r.items() if k != "label"}
+                                              for r in mine]  # fmt: skip
+
+
+def test_shared_inputs_belong_to_one_tokenizer(llama3, qwen3):
+    from toktier.audit import ReferenceMemo, session_inputs
+
+    inputs = session_inputs(llama3, [])
+    with pytest.raises(ValueError, match="llama3"):
+        audit(TierMethod(qwen3), qwen3, seams=1, inputs=inputs)
+    with pytest.raises(ValueError, match="another tokenizer"):
+        audit(TierMethod(qwen3), qwen3, seams=1, reference=ReferenceMemo(llama3))
+    with pytest.raises(ValueError, match="lack the 'rewrite'"):
+        audit(TierMethod(llama3), llama3, seams=1,
+              inputs=session_inputs(llama3, [], rewrite=False, reasoning=False))  # fmt: skip
+    memo = ReferenceMemo(llama3, limit=1)
+    a = memo("hello world")
+    assert np.array_equal(a, llama3.reference("hello world")) and memo("hello world") is a
+    assert not a.flags.writeable  # one array read by every method's check
+    assert memo("other") is not memo("other")  # past the limit: answered, not remembered
+    with pytest.raises(ValueError):
+        ladder(["llama3"], ["nope"], seams=1, trajectories=[], workers=2, progress=False)
+    with pytest.raises(ValueError):
+        ladder(["llama3"], ["toktier"], seams=1, trajectories=[], workers=0, progress=False)

@@ -152,16 +152,45 @@ class TierMethod:
         return r.ids, (r.keep if r.path == "repair" else 0)
 
 
-def _check(method, tok, prev: str, new: str, prev_ids=None):
+class ReferenceMemo:
+    """``tok.reference`` as int64 arrays, remembered by text (at most ``limit`` texts).
+
+    Every method of a ladder meets the same seam cases, so the reference IDs of a case
+    are computed once per tokenizer instead of once per method.  A remembered answer is
+    the reference's own answer for exactly that text: it cannot change a verdict.
+    """
+
+    def __init__(self, tok, limit: int = 4096):
+        self.tok = tok
+        self.limit = limit
+        self._ids: dict[str, np.ndarray] = {}
+
+    def __call__(self, text: str) -> np.ndarray:
+        ids = self._ids.get(text)
+        if ids is None:
+            ids = np.asarray(self.tok.reference(text), dtype=np.int64)
+            ids.setflags(write=False)  # shared by every method's check
+            if len(self._ids) < self.limit:
+                self._ids[text] = ids
+        return ids
+
+
+def _reference_of(tok, ref):
+    return ref if ref is not None else (lambda text: np.asarray(tok.reference(text), np.int64))
+
+
+def _check(method, tok, prev: str, new: str, prev_ids=None, ref=None):
     """(reused, ok, expected, got) for one call of ``method``."""
+    ref = _reference_of(tok, ref)
     if prev_ids is None:
-        prev_ids = np.asarray(tok.reference(prev), dtype=np.int64)
+        prev_ids = ref(prev)
     got, reused, kept = _answer(method(prev, prev_ids, new))
-    want = np.asarray(tok.reference(new), dtype=np.int64)
+    want = ref(new)
     return (reused, kept), bool(np.array_equal(got, want)), want, got
 
 
-def shrink(method, tok, prev: str, new: str, *, budget: int = 200) -> tuple[str, str]:
+def shrink(method, tok, prev: str, new: str, *, budget: int = 200,
+           ref=None) -> tuple[str, str]:  # fmt: skip
     """A smaller (prev, new) on which ``method`` still diverges: drop leading characters of
     the shared context (halving chunks, then single characters) while it still fails."""
     if not new.startswith(prev):
@@ -179,7 +208,7 @@ def shrink(method, tok, prev: str, new: str, *, budget: int = 200) -> tuple[str,
                 continue
             _reset(method)
             tries += 1
-            _, ok, _, _ = _check(method, tok, p2, n2)
+            _, ok, _, _ = _check(method, tok, p2, n2, ref=ref)
             if not ok:
                 prev, new, progressed = p2, n2, True
             else:
@@ -198,7 +227,7 @@ def _record(report: AuditReport, method, tok, workload, gen, prev, new, want, go
     if sum(d.workload == workload and d.generator == gen for d in report.divergences) >= keep:
         return
     if shrink_it:
-        prev, new = shrink(method, tok, prev, new)
+        prev, new = shrink(method, tok, prev, new)  # its texts are its own: not memoized
         _, _, want, got = _check(method, tok, prev, new)
         _reset(method)
     i = _first_diff(want, got)
@@ -299,17 +328,65 @@ def session_prompts(tok, trajectories, *, rewrite: bool = False,
         yield out
 
 
+@dataclass
+class SessionInputs:
+    """Every session workload's prompts and their reference IDs for one tokenizer and one
+    set of trajectories: the same for every audited method, so a ladder builds them once
+    per tokenizer (``session_inputs``) instead of once per method."""
+
+    tokenizer: str
+    workloads: dict[str, list[tuple[list[str], list[np.ndarray]]]]  # per session
+
+
+def _workload_kwargs(rewrite: bool, reasoning: bool) -> list[tuple[str, dict]]:
+    return (
+        [("replay", {})]
+        + ([("rewrite", {"rewrite": True})] if rewrite else [])
+        + ([("reasoning", {"reasoning": True})] if reasoning else [])
+    )
+
+
+def session_inputs(tok, trajectories, *, rewrite: bool = True,
+                   reasoning: bool = True) -> SessionInputs:  # fmt: skip
+    """The prompts of every session workload and the reference's IDs for each (read-only
+    arrays: every method's check reads the same ones)."""
+    out = {}
+    for workload, kw in _workload_kwargs(rewrite, reasoning):
+        sessions = []
+        for prompts in session_prompts(tok, trajectories, **kw):
+            wants = [np.asarray(e.ids, dtype=np.int64)
+                     for e in tok.hf.encode_batch(prompts, add_special_tokens=False)]  # fmt: skip
+            for w in wants:
+                w.setflags(write=False)
+            sessions.append((prompts, wants))
+        out[workload] = sessions
+    return SessionInputs(tok.name, out)
+
+
 def audit(method: Method, tok, *, seams: int = 200, trajectories=(), rewrite: bool = True,
           reasoning: bool = True, seed: int = 0, shrink_divergences: bool = True,
-          keep: int = 3, progress: bool = False, name: str | None = None) -> AuditReport:  # fmt: skip
+          keep: int = 3, progress: bool = False, name: str | None = None,
+          inputs: SessionInputs | None = None,
+          reference: ReferenceMemo | None = None) -> AuditReport:  # fmt: skip
     """Run ``method`` through the seam search, the replay of ``trajectories`` and (with
-    ``rewrite``, ``reasoning``) their rewritten-history renderings; every answer is checked."""
+    ``rewrite``, ``reasoning``) their rewritten-history renderings; every answer is checked.
+
+    ``inputs`` (``session_inputs`` of the same tokenizer, trajectories and workloads) and
+    ``reference`` (a ``ReferenceMemo`` of the same tokenizer) let several audits share the
+    reference's work; the answers are the same without them.
+    """
     report = AuditReport(name or getattr(method, "name", getattr(method, "__name__", "method")),
                          tok.name)  # fmt: skip
+    if inputs is None:
+        inputs = session_inputs(tok, trajectories, rewrite=rewrite, reasoning=reasoning)
+    elif inputs.tokenizer != tok.name:
+        raise ValueError(f"session inputs of {inputs.tokenizer!r} given for {tok.name!r}")
+    if reference is not None and reference.tok is not tok:
+        raise ValueError("the reference memo belongs to another tokenizer")
     cases = list(seam_cases(tok, seams, seed, seam_context_chars(method)))
     for gen, prev, new in tqdm(cases, desc=f"seams {report.method}", disable=not progress or None):
         _reset(method)
-        (reused, kept), ok, want, got = _check(method, tok, prev, new)
+        (reused, kept), ok, want, got = _check(method, tok, prev, new, ref=reference)
         report.cases["seam"] += 1
         report.reused["seam"] += bool(reused)
         report.kept_ids["seam"] += kept or 0
@@ -317,17 +394,12 @@ def audit(method: Method, tok, *, seams: int = 200, trajectories=(), rewrite: bo
         if not ok:
             _record(report, method, tok, "seam", gen, prev, new, want, got,
                     shrink_it=shrink_divergences, keep=keep)  # fmt: skip
-    workloads = (
-        [("replay", {})]
-        + ([("rewrite", {"rewrite": True})] if rewrite else [])
-        + ([("reasoning", {"reasoning": True})] if reasoning else [])
-    )
-    for workload, kw in workloads:
-        for prompts in tqdm(list(session_prompts(tok, trajectories, **kw)),
-                            desc=f"{workload} {report.method}", disable=not progress or None):  # fmt: skip
+    for workload, _ in _workload_kwargs(rewrite, reasoning):
+        if workload not in inputs.workloads:
+            raise ValueError(f"the session inputs lack the {workload!r} workload")
+        for prompts, wants in tqdm(inputs.workloads[workload], desc=f"{workload} {report.method}",
+                                   disable=not progress or None):  # fmt: skip
             _reset(method)
-            wants = [np.asarray(e.ids, dtype=np.int64)
-                     for e in tok.hf.encode_batch(prompts, add_special_tokens=False)]  # fmt: skip
             prev, prev_ids = "", np.empty(0, np.int64)
             for p, want in zip(prompts, wants, strict=True):
                 t0 = time.perf_counter_ns()
@@ -364,6 +436,19 @@ def method_names(sweep: bool) -> list[str]:
     return out
 
 
+def parse_method_name(n: str) -> tuple[str, int | None]:
+    """(base name, parameter or None) of a built-in method's ``name[@value]``; ValueError
+    for a name the ladder does not know."""
+    base, _, val = n.partition("@")
+    if base not in PUBLISHED or (val and base not in SWEEP):
+        raise ValueError(f"unknown method {n!r}; known: {sorted(PUBLISHED)} "
+                         f"(name@value for {sorted(SWEEP)})")  # fmt: skip
+    try:
+        return base, (int(val) if val else None)
+    except ValueError:
+        raise ValueError(f"{n!r}: the value after @ must be an integer") from None
+
+
 def methods(tok, names: Iterable[str] | None = None) -> dict[str, Method]:
     """The clean-room reproductions (``toktier.baselines``) and the tier, by short name;
     ``name@value`` sets the method's main parameter (``SWEEP``); ``module:factory`` is a
@@ -396,39 +481,101 @@ def methods(tok, names: Iterable[str] | None = None) -> dict[str, Method]:
                 raise ValueError(f"cannot import {n!r}: {e}") from None
             out[n] = factory(tok)
             continue
-        base, _, val = n.partition("@")
-        if base not in makers or (val and base not in SWEEP):
-            raise ValueError(f"unknown method {n!r}; known: {sorted(makers)} "
-                             f"(name@value for {sorted(SWEEP)})")  # fmt: skip
-        try:
-            v = int(val) if val else None
-        except ValueError:
-            raise ValueError(f"{n!r}: the value after @ must be an integer") from None
+        base, v = parse_method_name(n)
         out[n] = makers[base](v)
     return out
 
 
-def ladder(tok_names, method_list, *, seams: int, trajectories, seed: int = 0,
-           progress: bool = True) -> dict:  # fmt: skip
-    """The guarantee ladder: every method on every tokenizer, the same inputs for all."""
-    from .registry import load
+class _LadderJobs:
+    """Runs ladder jobs (tokenizer, method) in one process, sharing the reference's work
+    across the methods of the tokenizer met last (its session inputs and seam answers)."""
 
-    rows, generators, divergences = [], [], []
-    jobs = [(t, m) for t in tok_names for m in method_list]
-    bar = tqdm(jobs, desc="audit", unit="method", disable=not progress or None)
-    tok = None
-    for t, m in bar:
-        if tok is None or tok.name != t:
-            tok = load(t)
-        bar.set_postfix_str(f"{t} {m}")
+    def __init__(self, trajectories, seams: int, seed: int):
+        self.trajectories = trajectories
+        self.seams = seams
+        self.seed = seed
+        self._name: str | None = None
+
+    def _shared(self, name: str):
+        if self._name != name:
+            from .registry import load
+
+            tok = load(name)
+            self._tok, self._ref = tok, ReferenceMemo(tok)
+            self._inputs = session_inputs(tok, self.trajectories)
+            self._name = name
+        return self._tok, self._inputs, self._ref
+
+    def __call__(self, t: str, m: str) -> tuple[list, list, list]:
+        tok, inputs, ref = self._shared(t)
         method = methods(tok, [m])[m]
-        rep = audit(method, tok, seams=seams, trajectories=trajectories, seed=seed, name=m)
-        for r in rep.summary():
-            r["label"] = getattr(method, "name", m)
-            rows.append(r)
-        generators += [{"method": m, "tokenizer": t, "generator": g, "wrong": k}
-                       for g, k in sorted(rep.by_generator.items())]  # fmt: skip
-        divergences += [dict(d.to_dict(), method=m, tokenizer=t) for d in rep.divergences]
+        rep = audit(method, tok, seams=self.seams, trajectories=self.trajectories,
+                    seed=self.seed, name=m, inputs=inputs, reference=ref)  # fmt: skip
+        rows = [dict(r, label=getattr(method, "name", m)) for r in rep.summary()]
+        generators = [{"method": m, "tokenizer": t, "generator": g, "wrong": k}
+                      for g, k in sorted(rep.by_generator.items())]  # fmt: skip
+        divergences = [dict(d.to_dict(), method=m, tokenizer=t) for d in rep.divergences]
+        return rows, generators, divergences
+
+
+_WORKER_JOBS: _LadderJobs | None = None  # a ladder worker process's job runner
+
+
+def _worker_init(trajectories, seams: int, seed: int) -> None:
+    global _WORKER_JOBS
+    _WORKER_JOBS = _LadderJobs(trajectories, seams, seed)
+
+
+def _worker_job(t: str, m: str):
+    return _WORKER_JOBS(t, m)
+
+
+def ladder(tok_names, method_list, *, seams: int, trajectories, seed: int = 0,
+           progress: bool = True, workers: int = 1) -> dict:  # fmt: skip
+    """The guarantee ladder: every method on every tokenizer, the same inputs for all.
+
+    ``workers`` > 1 runs the (tokenizer, method) jobs in that many processes (spawned:
+    no fork after the tokenizers' and numba's threads).  Every count, reproducer and
+    verdict is the same for any ``workers`` (each job is deterministic given its seed);
+    only the replay latencies are measured beside the other workers' jobs.
+    """
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    for m in method_list:  # unknown names fail here, before any worker starts
+        if ":" not in m:
+            parse_method_name(m)
+    jobs = [(t, m) for t in tok_names for m in method_list]
+    bar = tqdm(total=len(jobs), desc="audit", unit="method", disable=not progress or None)
+    results: list = [None] * len(jobs)
+    if workers == 1 or len(jobs) <= 1:
+        run = _LadderJobs(trajectories, seams, seed)
+        for k, (t, m) in enumerate(jobs):
+            bar.set_postfix_str(f"{t} {m}")
+            results[k] = run(t, m)
+            bar.update()
+    else:
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from multiprocessing import get_context
+
+        with ProcessPoolExecutor(max_workers=min(workers, len(jobs)),
+                                 mp_context=get_context("spawn"), initializer=_worker_init,
+                                 initargs=(list(trajectories), seams, seed)) as pool:  # fmt: skip
+            futures = {pool.submit(_worker_job, t, m): k for k, (t, m) in enumerate(jobs)}
+            try:
+                for f in as_completed(futures):
+                    k = futures[f]
+                    results[k] = f.result()
+                    bar.set_postfix_str(" ".join(jobs[k]))
+                    bar.update()
+            except BaseException:
+                pool.shutdown(cancel_futures=True)  # a failed job fails the ladder now
+                raise
+    bar.close()
+    rows, generators, divergences = [], [], []
+    for r, g, d in results:
+        rows += r
+        generators += g
+        divergences += d
     return {"rows": rows, "generators": generators, "divergences": divergences,
             "seams": seams, "seed": seed,
             "sessions": len(trajectories)}  # fmt: skip

@@ -373,7 +373,7 @@ def _cmd_audit(args) -> int:
         trajs = load_trajectories(archive, limit=args.sessions)
     try:
         result = ladder(toks, meths, seams=args.seams, trajectories=trajs, seed=args.seed,
-                        progress=not args.quiet)  # fmt: skip
+                        progress=not args.quiet, workers=args.workers)  # fmt: skip
     except ValueError as e:
         raise ToktierError(str(e)) from None
     if args.out:
@@ -672,6 +672,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--archive", help="trajectory archive (default: the verified mirror copy)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--quiet", action="store_true")
+    s.add_argument("--workers", type=int, default=1,
+                   help="processes running the (tokenizer, method) jobs (same answers for any)")
     s.add_argument("--out", help="JSON record (rows, per-pitfall counts, reproducers)")
     s.set_defaults(func=_cmd_audit)
 

@@ -1,5 +1,6 @@
 rule notebook_audit:
     """Issue #15, claim A1: serving stacks' incremental tokenizers audited against the reference."""
+    threads: workflow.cores  # the ladder's jobs run in one process per thread
     input:
         notebook="build/notebooks/12-audit.ipynb",
         tokenizers=[tokenizer_json(n) for n in config["audit"]["tokenizers"]],
@@ -37,5 +38,6 @@ rule notebook_audit:
             "-p sessions {params.sessions}",
             "-p sweep {params.sweep}",
             "-p seed {params.seed}",
+            "-p workers {threads}",
             "-p archive {input.trajectories:q}",
         )
