@@ -1,0 +1,61 @@
+"""The engine's 63-bit hashes, compiled, equal their formula in Python integers.
+
+numba emits signed multiplies with LLVM's ``nsw`` flag (signed overflow is undefined), so
+where LLVM can prove a product's operands non-negative it may drop the ``& M63`` that
+keeps a hash in 63 bits: the compiled value would then differ from the formula a table
+builder in Python computes.  Each hash is checked here on operands of the ranges the
+engine gives it (piece words of 7 bytes, lengths, check-word columns)."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from toktier.engine import cpu
+from toktier.engine.rules import CACHE_COLS, M63
+
+_mix = cpu.RULES.mix
+_piece_hash = cpu.RULES.piece_hash
+_row_check = cpu.RULES.row_check
+
+
+@numba.njit(cache=False)
+def _compiled(hs, xs, words, rows, out_mix, out_piece, out_check):
+    for i in range(hs.size):
+        out_mix[i] = _mix(hs[i], xs[i])
+        out_piece[i] = _piece_hash(words[i, 0], words[i, 1], words[i, 2])
+        out_check[i] = _row_check(rows[i], CACHE_COLS)
+
+
+def _mix_py(h: int, x: int) -> int:
+    h = ((h ^ x) * 0x100000001B3) & M63
+    return h ^ (h >> 29)
+
+
+def _row_check_py(row) -> int:
+    h = 0x1F3D5B79A2C4E6F7
+    for k in range(CACHE_COLS - 1):
+        w = ((0x1E3779B97F4A7C15 + k * 0x232BE59BD9B4E019) & M63) | 1
+        h = (h + ((int(row[k]) * w) & M63)) & M63
+    return h
+
+
+def test_compiled_hashes_equal_their_formula():
+    rng = np.random.default_rng(7)
+    n = 20000
+    hs = rng.integers(0, M63, n, dtype=np.int64)
+    xs = rng.integers(0, 1 << 56, n, dtype=np.int64)  # piece words: 7 bytes each
+    words = np.stack([rng.integers(1, 1 << 24, n), rng.integers(0, 1 << 56, n),
+                      rng.integers(0, 1 << 56, n)], axis=1).astype(np.int64)  # fmt: skip
+    rows = rng.integers(-(1 << 62), 1 << 62, (n, CACHE_COLS), dtype=np.int64)
+    out = [np.empty(n, np.int64) for _ in range(3)]
+    _compiled(hs, xs, words, rows, *out)
+    want_mix = [_mix_py(int(h), int(x)) for h, x in zip(hs, xs, strict=True)]
+    want_piece = [
+        _mix_py(_mix_py(_mix_py(0x27D4EB2F165667C5, int(a)), int(b)), int(c)) for a, b, c in words
+    ]
+    want_check = [_row_check_py(r) for r in rows]
+    assert out[0].tolist() == want_mix
+    assert out[1].tolist() == want_piece
+    assert out[2].tolist() == want_check
+    assert (out[0] >= 0).all() and (out[1] >= 0).all() and (out[2] >= 0).all()
