@@ -115,6 +115,28 @@ def test_real_session_replay_slice(name, trajectory_archive):
     assert rep.outcomes["repair: first-window splice"] >= rep.calls - 2 * len(trajs)
 
 
+def test_replay_counts_span_mismatches_against_the_reference_offsets(
+    trajectory_archive, monkeypatch
+):
+    """The replay's span check compares each kept call's spans with the reference's offsets
+    of that same prompt: spans shifted by one character are counted on every check."""
+    from toktier.tier import Tier
+
+    real = Tier.session_records
+
+    def shifted(self, session):
+        ids, starts, ends = real(self, session)
+        return ids, starts + 1, ends + 1
+
+    monkeypatch.setattr(Tier, "session_records", shifted)
+    trajs = list(trajectories.iter_trajectories(trajectory_archive, limit=1))
+    rep = replay.replay(toktier.load("llama3"), trajs, span_every=3, progress=False)
+    assert rep.mismatches == 0  # the IDs are still right
+    assert (
+        rep.span_checks == -(-len(trajs[0].calls) // 3) and rep.span_mismatches == rep.span_checks
+    )
+
+
 def test_notebook_04_helpers_merge_and_judge_certification_records(tmp_path):
     """The logic notebook 04 used to inline: merging per-tokenizer records, pair verdicts,
     the divergence total and the replay frames."""

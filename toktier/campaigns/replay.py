@@ -69,6 +69,7 @@ def replay(
         report.sessions += 1
         prev_len = 0
         prompts, emitted = [], []
+        spans: dict[int, np.ndarray] = {}  # call -> (n, 2) spans, checked after the batch
         for k, call in enumerate(traj.calls):
             prompt = "".join(segs[: call.prompt_messages])
             r = tier.encode(prompt, session=traj.session)
@@ -88,20 +89,21 @@ def replay(
                 )
             prompts.append(prompt)
             emitted.append(r.ids)
-            if k % span_every == 0:
+            if k % span_every == 0:  # the session's spans as they stand after this call
                 _, starts, ends = tier.session_records(traj.session)
-                want = np.asarray(tok.reference_encoding(prompt).offsets, dtype=np.int64).reshape(
-                    -1, 2
-                )
-                report.span_checks += 1
-                if not np.array_equal(np.stack([starts, ends], axis=1).reshape(-1, 2), want):
-                    report.span_mismatches += 1
+                spans[k] = np.stack([starts, ends], axis=1).reshape(-1, 2)
             prev_len = len(prompt)
-        # The reference on every full prompt, in one batch (the reference parallelizes it).
+        # The reference on every full prompt, in one batch (the reference parallelizes it);
+        # its offsets are the reference spans of the calls whose spans were kept.
         for k, enc in enumerate(tok.hf.encode_batch(prompts, add_special_tokens=False)):
             if not np.array_equal(emitted[k], np.asarray(enc.ids, dtype=np.uint32)):
                 report.mismatches += 1
                 if report.first_mismatch is None:
                     report.first_mismatch = {"session": traj.session, "call": k}
+            if k in spans:
+                want = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
+                report.span_checks += 1
+                if not np.array_equal(spans.pop(k), want):
+                    report.span_mismatches += 1
         tier.close(traj.session)
     return report
