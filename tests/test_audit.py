@@ -228,9 +228,12 @@ def test_cli_audit(tmp_path, capsys):
     assert "trtllm-exact-prefix" in text and "toktier" in text
 
 
+def _row_without(row, drop=("p50_us", "p99_us")):
+    return {k: v for k, v in row.items() if k not in drop}
+
+
 def _without_latency(result):
-    rows = [{k: v for k, v in r.items() if k not in ("p50_us", "p99_us")} for r in result["rows"]]
-    return dict(result, rows=rows)
+    return dict(result, rows=[_row_without(r) for r in result["rows"]])
 
 
 def test_ladder_workers_and_shared_reference_work_give_the_same_answers(trajectory_archive):
@@ -247,10 +250,9 @@ def test_ladder_workers_and_shared_reference_work_give_the_same_answers(trajecto
     tok = toktier.load("llama3")
     for n in names:  # each job equals an audit of that method alone, nothing shared
         alone = audit(methods(tok, [n])[n], tok, seams=12, trajectories=trajs, seed=1, name=n)
-        mine = [r for r in _without_latency(one)["rows"] if r["method"] == n]
-        assert [{k: v for k, v in r.items() if k not in ("p50_us", "p99_us")}
-                for r in alone.summary()] == [{k: v for k, v in r.items() if k != "label"}
-                                              for r in mine]  # fmt: skip
+        mine = [_row_without(r, ("p50_us", "p99_us", "label")) for r in one["rows"]
+                if r["method"] == n]  # fmt: skip
+        assert [_row_without(r) for r in alone.summary()] == mine
 
 
 def test_shared_inputs_belong_to_one_tokenizer(llama3, qwen3):
