@@ -298,6 +298,69 @@ def test_piece_caches_never_change_output(engine, seed):
     _assert_exact(engine, text)
 
 
+def test_piece_cache_rows_are_seqlocks():
+    """A row is used only when no write overlapped its read: a row a writer holds (odd
+    count) is a miss and refuses a second writer; publishing moves the count by two, so a
+    reader that read before it sees the change and discards what it read."""
+    from toktier.engine import cpu
+    from toktier.engine.rules import CACHE_COLS, SEQ_BIT, SEQ_SHIFT
+
+    r = cpu.RULES
+    cache = np.zeros((8, CACHE_COLS), np.int64)
+    ids = np.array([1234, 56], np.int64)
+    nbytes = np.ones(2000, np.int64)
+    nbytes[1234], nbytes[56] = 3, 2
+    lw, w0, w1 = 5, 0x6F6C6C6568, 0  # "hello"
+    h = r.piece_hash(lw, w0, w1)
+    r.cache_store(cache, h, lw, w0, w1, ids, 0, 2, nbytes)
+    row, hdr = r.cache_find(cache, h, lw, w0, w1)
+    assert row >= 0 and (hdr >> SEQ_SHIFT) == 2 and (hdr >> 24) & 0xF == 2
+    assert r.row_unchanged(cache, row, hdr)
+    taken = r.row_take(cache, row)  # a writer holds it now
+    assert taken == hdr and cache[row, 0] & SEQ_BIT
+    assert r.cache_find(cache, h, lw, w0, w1)[0] == -1  # held: a miss
+    assert r.row_take(cache, row) == -1  # ... and no second writer
+    assert not r.row_unchanged(cache, row, hdr)  # a read that overlapped it is discarded
+    before = cache.copy()
+    r.cache_store(cache, h, lw, w0, w1, ids, 0, 2, nbytes)  # its set is held: skipped
+    assert np.array_equal(cache, before)
+    r.row_publish(cache, row, taken, hdr & ((1 << SEQ_SHIFT) - 1))
+    row2, hdr2 = r.cache_find(cache, h, lw, w0, w1)
+    assert row2 == row and (hdr2 >> SEQ_SHIFT) == 4 and not r.row_unchanged(cache, row, hdr)
+
+
+def test_threads_share_one_cache_and_stay_exact():
+    """Several Python threads encode (one and two threads per call) on one engine at once:
+    every result equals the reference, and the caches stay one fixed budget."""
+    import threading
+
+    eng = engine_for(toktier.load("llama3"))
+    eng.warmup()
+    budget = eng.cache_bytes
+    texts = [_cache_text(seed) for seed in range(3, 9)]
+    refs = [eng.tokenizer.hf.encode(t, add_special_tokens=False).ids for t in texts]
+    eng.clear_piece_caches()  # every thread meets new pieces: stores race lookups
+    failures = []
+
+    def client(k):
+        for i in range(12):
+            j = (k + i) % len(texts)
+            if i % 3 == 2:
+                ids = eng.encode_parallel(texts[j], threads=2, min_chars=0)[0]
+            else:
+                ids = eng.encode(texts[j])[0]
+            if ids.tolist() != refs[j]:
+                failures.append((k, i, j))
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    assert eng.cache_bytes == budget
+
+
 def test_big_tables_live_in_zeroed_aligned_memory_with_huge_page_advice():
     """Caches come zeroed and row-aligned; big copies (the short map, merge and vocabulary
     tables) keep their contents; where Linux offers transparent huge pages the memory

@@ -12,11 +12,11 @@ import numba
 import numpy as np
 
 from toktier.engine import cpu
-from toktier.engine.rules import CACHE_COLS, M63
+from toktier.engine.rules import CACHE_COLS, CONTENT, M63
 
 _mix = cpu.RULES.mix
 _piece_hash = cpu.RULES.piece_hash
-_row_check = cpu.RULES.row_check
+_check_at = cpu.RULES.check_at
 
 
 @numba.njit(cache=False)
@@ -24,7 +24,7 @@ def _compiled(hs, xs, words, rows, out_mix, out_piece, out_check):
     for i in range(hs.size):
         out_mix[i] = _mix(hs[i], xs[i])
         out_piece[i] = _piece_hash(words[i, 0], words[i, 1], words[i, 2])
-        out_check[i] = _row_check(rows[i], CACHE_COLS)
+        out_check[i] = _check_at(rows, i, CACHE_COLS, rows[i, 0])
 
 
 def _mix_py(h: int, x: int) -> int:
@@ -36,7 +36,8 @@ def _row_check_py(row) -> int:
     h = 0x1F3D5B79A2C4E6F7
     for k in range(CACHE_COLS - 1):
         w = ((0x1E3779B97F4A7C15 + k * 0x232BE59BD9B4E019) & M63) | 1
-        h = (h + ((int(row[k]) * w) & M63)) & M63
+        x = int(row[k]) & CONTENT if k == 0 else int(row[k])  # the header's content bits
+        h = (h + ((x * w) & M63)) & M63
     return h
 
 

@@ -95,14 +95,12 @@ def _profile_one(eng, label: str, text: str, repeats: int) -> dict:
 
 
 def _empty_cache_ms(eng, text: str, repeats: int) -> float:
-    """The whole encode with this thread's piece caches emptied first (best of ``repeats``):
+    """The whole encode with the engine's piece caches emptied first (best of ``repeats``):
     every piece met for the first time is merged and stored.  The caches are refilled
     afterwards, as the warm rows of the other texts expect."""
     out = []
-    caches = eng._cache()
     for _ in range(repeats):
-        for table in caches:
-            table.fill(0)  # zero rows fail their check word: every lookup misses
+        eng.clear_piece_caches()
         t0 = time.perf_counter()
         eng.encode(text)
         out.append(time.perf_counter() - t0)

@@ -104,3 +104,99 @@ def prefetch_row(typingctx, arr, row):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+# --- atomics for the shared piece caches (rules' seqlock rows) ----------------------------
+# Every read and write of a piece-cache row goes through these: the rows are shared by
+# every thread of an engine, so an access that may race another must be atomic for the
+# program to have a defined meaning (LLVM's memory model; a plain racing load is undefined).
+# On x86-64 the relaxed, acquire and release forms are ordinary moves and the fences only
+# stop the compiler reordering; the compare-and-swap is one locked instruction.
+def _cell(context, builder, sig, args):
+    """Pointer to ``arr[r, c]`` (``args`` = arr, r, c)."""
+    aryty = sig.args[0]
+    ary = context.make_array(aryty)(context, builder, args[0])
+    idx = [
+        context.cast(builder, v, t, types.intp)
+        for v, t in zip(args[1:3], sig.args[1:3], strict=True)
+    ]
+    return cgutils.get_item_pointer(context, builder, aryty, ary, idx, wraparound=False)
+
+
+def _is_cell(arr, r, c) -> bool:
+    return (
+        isinstance(arr, types.Array)
+        and arr.ndim == 2
+        and arr.dtype == types.int64
+        and isinstance(r, types.Integer)
+        and isinstance(c, types.Integer)
+    )
+
+
+def _load(ordering):
+    @intrinsic
+    def load(typingctx, arr, r, c):
+        if not _is_cell(arr, r, c):
+            return None
+
+        def codegen(context, builder, sig, args):
+            return builder.load_atomic(_cell(context, builder, sig, args), ordering, 8)
+
+        return types.int64(arr, r, c), codegen
+
+    return load
+
+
+def _store(ordering):
+    @intrinsic
+    def store(typingctx, arr, r, c, v):
+        if not _is_cell(arr, r, c) or not isinstance(v, types.Integer):
+            return None
+
+        def codegen(context, builder, sig, args):
+            val = context.cast(builder, args[3], sig.args[3], types.int64)
+            builder.store_atomic(val, _cell(context, builder, sig, args), ordering, 8)
+            return context.get_dummy_value()
+
+        return types.void(arr, r, c, v), codegen
+
+    return store
+
+
+@intrinsic
+def cas_acquire(typingctx, arr, r, c, expected, new):
+    """``arr[r, c] = new`` if it holds ``expected`` (atomically, acquire): whether it did."""
+    if not _is_cell(arr, r, c):
+        return None
+
+    def codegen(context, builder, sig, args):
+        old = context.cast(builder, args[3], sig.args[3], types.int64)
+        val = context.cast(builder, args[4], sig.args[4], types.int64)
+        res = builder.cmpxchg(_cell(context, builder, sig, args), old, val, "acquire", "acquire")
+        return builder.extract_value(res, 1)
+
+    return types.boolean(arr, r, c, expected, new), codegen
+
+
+def _fence(ordering):
+    @intrinsic
+    def fence(typingctx):
+        def codegen(context, builder, sig, args):
+            builder.fence(ordering)
+            return context.get_dummy_value()
+
+        return types.void(), codegen
+
+    return fence
+
+
+class Atomics:
+    """The hooks ``rules.make`` takes for shared rows, as CPU intrinsics."""
+
+    load_relaxed = staticmethod(_load("monotonic"))
+    load_acquire = staticmethod(_load("acquire"))
+    store_relaxed = staticmethod(_store("monotonic"))
+    store_release = staticmethod(_store("release"))
+    cas_acquire = staticmethod(cas_acquire)
+    fence_acquire = staticmethod(_fence("acquire"))
+    fence_release = staticmethod(_fence("release"))

@@ -77,6 +77,15 @@ LONG_COLS = 40  # header, bytes[LONG_WORDS], token lengths[LONG_LEN_WORDS], ids[
 LONG_SLOTS = 16384  # long-piece cache rows on the CPU (any power of two works)
 # Every cache row ends in a check word over the rest: a row whose check does not match
 # (never written, torn, or corrupted) is a miss, so no row can change the output.
+# The caches are shared by every thread of an engine; each row is its own seqlock.  Its
+# header's bits 56..62 count its writes: odd while a writer holds the row.  A writer
+# takes the row by compare-and-swap (or skips the store), writes, and publishes the
+# header with the count two higher; a reader that found an even count re-reads the
+# header after using the row and discards what it read if the header changed.  So a
+# row is used only when no write overlapped the read (and its check word holds).
+SEQ_SHIFT = 56
+SEQ_BIT = 1 << SEQ_SHIFT  # the count's low bit: set while a writer holds the row
+CONTENT = SEQ_BIT - 1  # a header's content bits (the check word covers only these)
 SHORT_COLS = 4  # short-piece map row: lw (0: empty), w0, w1, token id
 M63 = (1 << 63) - 1
 SMALL_PIECE = 24  # bytes: at or below, the rank-array loop beats the heap
@@ -116,17 +125,50 @@ class SpTables(NamedTuple):
 PREFETCH_AHEAD = 4  # pieces: how far ahead the piece loop asks for its table rows (rules.encode_range)
 
 
-def make(jit, prefetch_row=None):
+def make(jit, prefetch_row=None, atomics=None):
     """Compile the rules with ``jit``; returns a namespace object of compiled functions.
 
     ``prefetch_row(array, row)`` is a memory hint (``jit.prefetch_row`` on the CPU);
     without one (GPU, simulator) it compiles to nothing.  Hints never change results.
+    ``atomics``: the accesses of piece-cache rows (``jit.Atomics`` on the CPU, where
+    threads share the caches); without it, plain accesses (the GPU's ranges give
+    each thread its own caches).
     """
     if prefetch_row is None:
 
         @jit
         def prefetch_row(arr, row):
             pass
+
+    if atomics is None:
+
+        @jit
+        def load_relaxed(arr, r, c):
+            return arr[r, c]
+
+        @jit
+        def store_relaxed(arr, r, c, v):
+            arr[r, c] = v
+
+        @jit
+        def cas_acquire(arr, r, c, expected, new):
+            if arr[r, c] != expected:
+                return False
+            arr[r, c] = new
+            return True
+
+        @jit
+        def fence_acquire():
+            pass
+
+        load_acquire = load_relaxed
+        store_release = store_relaxed
+        fence_release = fence_acquire
+    else:
+        load_relaxed, load_acquire = atomics.load_relaxed, atomics.load_acquire
+        store_relaxed, store_release = atomics.store_relaxed, atomics.store_release
+        cas_acquire = atomics.cas_acquire
+        fence_acquire, fence_release = atomics.fence_acquire, atomics.fence_release
 
     # --- small helpers ----------------------------------------------------------------
     @jit
@@ -642,8 +684,9 @@ def make(jit, prefetch_row=None):
             s = (s + 1) & mask
 
     @jit
-    def row_check(row, ncols):
-        """Check word over ``row[:ncols - 1]`` (the last column holds it).
+    def check_at(cache, r, ncols, hdr):
+        """Check word over row ``r``: its header ``hdr`` (content bits) and columns
+        ``1..ncols - 2`` (the last column holds the check).
 
         A weighted sum mod 2**63 with a distinct odd weight per column: the products are
         independent (no serial hash chain on the hit path), any change to one word changes
@@ -652,51 +695,104 @@ def make(jit, prefetch_row=None):
         """
         h = 0x1F3D5B79A2C4E6F7
         for k in range(ncols - 1):
+            x = hdr & CONTENT if k == 0 else load_relaxed(cache, r, k)
             w = ((0x1E3779B97F4A7C15 + k * 0x232BE59BD9B4E019) & M63) | 1
-            h = (h + ((row[k] * w) & M63)) & M63
+            h = (h + ((x * w) & M63)) & M63
         return h
+
+    @jit
+    def row_take(cache, r):
+        """Take row ``r`` for writing: its header before (even count), or -1 when a writer
+        holds it or took it first (the store is then skipped: a cache may forget)."""
+        h = load_relaxed(cache, r, 0)
+        if h & SEQ_BIT:
+            return -1
+        if not cas_acquire(cache, r, 0, h, h ^ SEQ_BIT):  # count + 1: odd
+            return -1
+        fence_release()  # the row's new words become visible only after the odd count
+        return h
+
+    @jit
+    def row_publish(cache, r, taken, content):
+        """Release row ``r`` (taken with header ``taken``): header ``content``, count + 2."""
+        seq = ((taken >> SEQ_SHIFT) + 2) & 0x7F
+        store_release(cache, r, 0, content | (seq << SEQ_SHIFT))
+
+    @jit
+    def row_unchanged(cache, r, hdr):
+        """After using row ``r`` read under header ``hdr``: did no write overlap the reads?"""
+        fence_acquire()
+        return load_relaxed(cache, r, 0) == hdr
 
     @jit
     def cache_store(cache, h, lw, w0, w1, out, n0, m, nbytes):
         """Remember a short piece's tokens (at most CACHE_TOKENS) in its 2-way set.
 
         The new row goes to way 0 and the row there moves to way 1 (most recent
-        first); each row carries its own check word, so a half-copied row is a miss.
+        first).  Both rows are taken first; when another thread holds either, the
+        piece is not stored (it will be merged again next time).
         """
         count = m - n0
         if count > CACHE_TOKENS:
             return
         a = (h << 1) & (cache.shape[0] - 1)
-        row = cache[a]
-        old = cache[a + 1]
-        if row[0] != 0:
-            for k in range(CACHE_COLS):
-                old[k] = row[k]
+        t1 = row_take(cache, a + 1)
+        if t1 < 0:
+            return
+        t0 = row_take(cache, a)
+        if t0 < 0:
+            store_release(cache, a + 1, 0, t1)  # untouched: back exactly as it was
+            return
+        old = t1 & CONTENT
+        if (t0 & CONTENT) != 0:  # way 0 holds a piece: it moves to way 1
+            for k in range(1, CACHE_COLS):
+                store_relaxed(cache, a + 1, k, load_relaxed(cache, a, k))
+            old = t0 & CONTENT
         hdr = lw | (count << 24)
-        for k in range(4):
-            row[3 + k] = 0
+        ids0 = 0
+        ids1 = 0
+        ids2 = 0
+        ids3 = 0
         for k in range(count):
             t = out[n0 + k]
             hdr = hdr | ((int(nbytes[t]) - 1) << (28 + 4 * k))
-            row[3 + (k >> 1)] = row[3 + (k >> 1)] | (int(t) << (32 * (k & 1)))
-        row[0] = hdr
-        row[1] = w0
-        row[2] = w1
-        row[CACHE_COLS - 1] = row_check(row, CACHE_COLS)
+            v = int(t) << (32 * (k & 1))
+            q = k >> 1
+            if q == 0:
+                ids0 |= v
+            elif q == 1:
+                ids1 |= v
+            elif q == 2:
+                ids2 |= v
+            else:
+                ids3 |= v
+        store_relaxed(cache, a, 1, w0)
+        store_relaxed(cache, a, 2, w1)
+        store_relaxed(cache, a, 3, ids0)
+        store_relaxed(cache, a, 4, ids1)
+        store_relaxed(cache, a, 5, ids2)
+        store_relaxed(cache, a, 6, ids3)
+        store_relaxed(cache, a, CACHE_COLS - 1, check_at(cache, a, CACHE_COLS, hdr))
+        row_publish(cache, a + 1, t1, old)
+        row_publish(cache, a, t0, hdr)
 
     @jit
     def cache_find(cache, h, lw, w0, w1):
-        """Row of the short-piece cache holding exactly this piece (check word valid), or -1."""
+        """(row, header) of the short-piece cache's row holding exactly this piece (check
+        word valid), or (-1, 0).  The caller reads the row's tokens, then asks
+        ``row_unchanged(cache, row, header)`` before it trusts them."""
         a = (h << 1) & (cache.shape[0] - 1)
         for r in range(a, a + 2):
+            hdr = load_acquire(cache, r, 0)
             if (
-                (cache[r, 0] & 0xFFFFFF) == lw
-                and cache[r, 1] == w0
-                and cache[r, 2] == w1
-                and cache[r, CACHE_COLS - 1] == row_check(cache[r], CACHE_COLS)
+                (hdr & SEQ_BIT) == 0
+                and (hdr & 0xFFFFFF) == lw
+                and load_relaxed(cache, r, 1) == w0
+                and load_relaxed(cache, r, 2) == w1
+                and load_relaxed(cache, r, CACHE_COLS - 1) == check_at(cache, r, CACHE_COLS, hdr)
             ):
-                return r
-        return -1
+                return r, hdr
+        return -1, 0
 
     @jit
     def long_words(u8, b0, b1, words):
@@ -716,41 +812,49 @@ def make(jit, prefetch_row=None):
 
     @jit
     def long_lookup(lcache, length, words, h):
-        """Row of the long-piece cache holding exactly these bytes (check word valid), or -1.
+        """(slot, header) of the long-piece cache's row holding exactly these bytes (check
+        word valid), or (-1, 0); the caller confirms with ``row_unchanged`` after use.
 
         Rows are stored zero-padded and the check word covers every column, so equal
         length, equal leading words and a valid check mean equal bytes.
         """
         slot = h & (lcache.shape[0] - 1)
-        row = lcache[slot]
-        if (row[0] & 0xFF) != length:
-            return -1
+        hdr = load_acquire(lcache, slot, 0)
+        if (hdr & SEQ_BIT) != 0 or (hdr & 0xFF) != length:
+            return -1, 0
         for k in range((length + 6) // 7):
-            if row[1 + k] != words[k]:
-                return -1
-        if row[LONG_COLS - 1] != row_check(row, LONG_COLS):
-            return -1
-        return slot
+            if load_relaxed(lcache, slot, 1 + k) != words[k]:
+                return -1, 0
+        if load_relaxed(lcache, slot, LONG_COLS - 1) != check_at(lcache, slot, LONG_COLS, hdr):
+            return -1, 0
+        return slot, hdr
 
     @jit
     def long_store(lcache, length, words, h, out, n0, m, nbytes):
+        """Remember a long piece's tokens in its slot (skipped while another thread holds it)."""
         count = m - n0
         if count > LONG_TOKENS:
             return
-        row = lcache[h & (lcache.shape[0] - 1)]
-        row[0] = length | (count << 8)
+        slot = h & (lcache.shape[0] - 1)
+        taken = row_take(lcache, slot)
+        if taken < 0:
+            return
         nw = (length + 6) // 7
         for k in range(LONG_WORDS):
-            row[1 + k] = words[k] if k < nw else 0
+            store_relaxed(lcache, slot, 1 + k, words[k] if k < nw else 0)
         for k in range(LONG_LEN_WORDS):
-            row[1 + LONG_WORDS + k] = 0
+            lens = 0
+            for j in range(7):
+                q = 7 * k + j
+                if q < count:
+                    lens |= int(nbytes[out[n0 + q]]) << (8 * j)
+            store_relaxed(lcache, slot, 1 + LONG_WORDS + k, lens)
         for k in range(LONG_TOKENS):
             t = out[n0 + k] if k < count else 0
-            row[1 + LONG_WORDS + LONG_LEN_WORDS + k] = t
-            if k < count:
-                w = 1 + LONG_WORDS + k // 7
-                row[w] = row[w] | (int(nbytes[t]) << (8 * (k % 7)))
-        row[LONG_COLS - 1] = row_check(row, LONG_COLS)
+            store_relaxed(lcache, slot, 1 + LONG_WORDS + LONG_LEN_WORDS + k, t)
+        hdr = length | (count << 8)
+        store_relaxed(lcache, slot, LONG_COLS - 1, check_at(lcache, slot, LONG_COLS, hdr))
+        row_publish(lcache, slot, taken, hdr)
 
     @jit
     def bpe_piece(u8, b0, b1, bt, sym, rank, nxt, prv, heap, cache, lcache, out, n_out):
@@ -818,8 +922,9 @@ def make(jit, prefetch_row=None):
         holding its last byte (a token may cut a character: both halves get it).
         """
         b = char_start[ps]
-        m = bpe_piece(u8, b, char_start[pe], bt, sym, rank, nxt, prv, heap, cache, lcache,
-                      out_ids, n)
+        m = bpe_piece(
+            u8, b, char_start[pe], bt, sym, rank, nxt, prv, heap, cache, lcache, out_ids, n
+        )
         ci = ps
         cj = ps
         for t in range(n, m):
@@ -883,8 +988,9 @@ def make(jit, prefetch_row=None):
                     k0 = k1
                     k1 = k2_
                     k2_ = k3
-                    k3 = piece_key(q + PREFETCH_AHEAD, np_, pos, ends, char_start, u8, bt.smap,
-                                   cache)
+                    k3 = piece_key(
+                        q + PREFETCH_AHEAD, np_, pos, ends, char_start, u8, bt.smap, cache
+                    )
                     pe = ends[q]
                     b0 = char_start[ps]
                     length = char_start[pe] - b0
@@ -908,9 +1014,9 @@ def make(jit, prefetch_row=None):
                             n += 1
                             hit = True
                         else:
-                            r = cache_find(cache, h, lw, w0, w1)
+                            r, hdr = cache_find(cache, h, lw, w0, w1)
                             if r >= 0:
-                                hdr = cache[r, 0]
+                                n_hit = n
                                 count = (hdr >> 24) & 0xF
                                 b = b0
                                 ci = ps
@@ -921,35 +1027,40 @@ def make(jit, prefetch_row=None):
                                         ci += 1
                                     while char_start[cj + 1] <= last:
                                         cj += 1
-                                    w = cache[r, 3 + (k2 >> 1)]
+                                    w = load_relaxed(cache, r, 3 + (k2 >> 1))
                                     out_ids[n] = (w >> (32 * (k2 & 1))) & 0xFFFFFFFF
                                     out_s[n] = ci
                                     out_e[n] = cj + 1
                                     n += 1
                                     b = last + 1
-                                hit = True
+                                hit = row_unchanged(cache, r, hdr)
+                                if not hit:  # a writer took the row meanwhile: a miss
+                                    n = n_hit
                     elif length <= LONG_MAX_BYTES:
                         h = long_words(u8, b0, b0 + length, sym)
-                        slot = long_lookup(lcache, length, sym, h)
+                        slot, hdr = long_lookup(lcache, length, sym, h)
                         if slot >= 0:
-                            row = lcache[slot]
-                            count = (row[0] >> 8) & 0xFF
+                            n_hit = n
+                            count = (hdr >> 8) & 0xFF
                             b = b0
                             ci = ps
                             cj = ps
                             for k2 in range(count):
-                                w = row[1 + LONG_WORDS + k2 // 7]
+                                w = load_relaxed(lcache, slot, 1 + LONG_WORDS + k2 // 7)
                                 last = b + ((w >> (8 * (k2 % 7))) & 0xFF) - 1
                                 while char_start[ci + 1] <= b:
                                     ci += 1
                                 while char_start[cj + 1] <= last:
                                     cj += 1
-                                out_ids[n] = row[1 + LONG_WORDS + LONG_LEN_WORDS + k2]
+                                k_id = 1 + LONG_WORDS + LONG_LEN_WORDS + k2
+                                out_ids[n] = load_relaxed(lcache, slot, k_id)
                                 out_s[n] = ci
                                 out_e[n] = cj + 1
                                 n += 1
                                 b = last + 1
-                            hit = True
+                            hit = row_unchanged(lcache, slot, hdr)
+                            if not hit:
+                                n = n_hit
                     if not hit:
                         n = emit_piece(u8, char_start, ps, pe, bt, sym, rank, nxt, prv, heap,
                                        cache, lcache, out_ids, out_s, out_e, n)
@@ -1245,13 +1356,13 @@ def make(jit, prefetch_row=None):
             if cacheable:
                 lw, w0, w1 = sp_key(u8, b0, b1, first)
                 h = piece_hash(lw, w0, w1)
-                r = cache_find(cache, h, lw, w0, w1)
+                r, hdr = cache_find(cache, h, lw, w0, w1)
                 if r >= 0:
-                    m = (cache[r, 0] >> 24) & 0xF
+                    m = (hdr >> 24) & 0xF
                     for q in range(m):
-                        w = cache[r, 3 + (q >> 1)]
+                        w = load_relaxed(cache, r, 3 + (q >> 1))
                         out_ids[n + q] = (w >> (32 * (q & 1))) & 0xFFFFFFFF
-                    hit = True
+                    hit = row_unchanged(cache, r, hdr)
             if not hit:
                 m = sp_merge(cps, i, j, first, char_ids, space_id, bt, sym, rank, nxt, prv, heap)
                 for q in range(m):

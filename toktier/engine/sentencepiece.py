@@ -36,6 +36,7 @@ the piece carries the segment's prepended "▁" (same ids either way, so keys ma
 coincide).  Hot path: the piece loop and cache hits run inline in ``rules.sp_segment``
 (a call passing the table tuples costs more than a cached piece).
 """
+
 from __future__ import annotations
 
 import re
@@ -222,7 +223,7 @@ class SentencePieceEngine:
         self.compile_seconds: float | None = None
         self._encode_kernel = _jit.BoundKernel(_sp_encode_text)
         self._local = threading.local()
-        self._threads_seen = 0
+        self._piece_cache = _cpu._aligned_zeros((CACHE_SLOTS, CACHE_COLS))
         self._parts = _cpu.PartsPool("toktier-sp")
         self.literal_probes = check_literals(tok, lambda text: self.encode(text)[0])
 
@@ -246,18 +247,14 @@ class SentencePieceEngine:
         return _cpu.thread_workspace(self._local, nb, self.workspace_bytes, _new_workspace)
 
     def _cache(self) -> np.ndarray:
-        """This thread's piece cache, kept across calls (``rules`` short-cache rows)."""
-        cache = getattr(self._local, "cache", None)
-        if cache is None:
-            self._threads_seen += 1
-            cache = self._local.cache = _cpu._aligned_zeros((CACHE_SLOTS, CACHE_COLS))
-        return cache
+        """The engine's piece cache, kept across calls and shared by every thread
+        (``rules`` short-cache rows, each a seqlock: see ``CpuEngine._cache``)."""
+        return self._piece_cache
 
     @property
     def cache_bytes(self) -> int:
-        """Bytes held by piece caches now: CACHE_SLOTS x 64 B (16 MiB) per thread that has
-        encoded (parallel parts run on pool threads, each with its own cache)."""
-        return CACHE_SLOTS * CACHE_COLS * 8 * self._threads_seen
+        """Bytes of the piece cache: CACHE_SLOTS x 64 B (16 MiB) per engine."""
+        return self._piece_cache.nbytes
 
     def warmup(self) -> float:
         t0 = time.perf_counter()
@@ -312,8 +309,8 @@ class SentencePieceEngine:
         if len(text) < min_chars or threads <= 1:
             return self.encode(text)
         u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-        # parts of at most half the workspace budget, in one run of consecutive parts per thread
-        parts = max(threads, -(-u8.size // (self.workspace_bytes // 2)))
+        # chunks of at most half the workspace budget, taken in turn by the threads
+        parts = max(_cpu.chunk_count(u8.size, threads), -(-u8.size // (self.workspace_bytes // 2)))
         return self._encode_chunks(u8, parts, threads)
 
     def _part_bounds(self, u8: np.ndarray, parts: int) -> list[int]:
@@ -326,24 +323,14 @@ class SentencePieceEngine:
 
     def _encode_chunks(self, u8: np.ndarray, parts: int, threads: int):
         """Encode ``u8`` cut at isolated certified cuts into up to ``parts`` chunks of near
-        equal sizes; ``threads`` runs of consecutive chunks, the first on the caller's thread."""
+        equal sizes, taken in turn by ``threads`` threads (``cpu.run_chunks``)."""
         bounds = self._part_bounds(u8, parts)
         if len(bounds) < 3:
             return self._encode_u8(u8, True)
         jobs = [(a, b, a == 0) for a, b in pairwise(bounds)]
-
-        def run(group):  # the compiled call releases the GIL: runs overlap across threads
-            return [self._encode_u8(u8[x:y], pre) for x, y, pre in group]
-
-        runs = max(1, min(threads, len(jobs)))
-        groups = [jobs[len(jobs) * k // runs : len(jobs) * (k + 1) // runs] for k in range(runs)]
-        futures = []
-        if runs > 1:
-            pool = self._parts.get(runs - 1)
-            futures = [pool.submit(run, g) for g in groups[1:]]
-        results = run(groups[0])
-        for f in futures:
-            results += f.result()
+        # the compiled call releases the GIL: chunks overlap across threads
+        results = _cpu.run_chunks(self._parts, jobs, threads,
+                                  lambda j: self._encode_u8(u8[j[0]:j[1]], j[2]))  # fmt: skip
         return _cpu._join_parts(results)
 
 
