@@ -361,6 +361,36 @@ def test_threads_share_one_cache_and_stay_exact():
     assert eng.cache_bytes == budget
 
 
+def test_run_chunks_keeps_order_spreads_work_and_raises_a_chunks_error():
+    """Chunks come back in job order whichever thread took them; more than one thread takes
+    them; an exception in any chunk reaches the caller after every thread has stopped."""
+    import threading
+    import time
+
+    from toktier.engine import cpu
+
+    pool = cpu.PartsPool("test-chunks")
+    jobs = list(range(24))
+
+    def slow(j):
+        time.sleep(0.002)
+        return j, threading.current_thread().name
+
+    out = cpu.run_chunks(pool, jobs, 3, slow)
+    assert [j for j, _ in out] == jobs
+    assert len({name for _, name in out}) >= 2
+
+    def bad(j):
+        if j == 13:
+            raise ValueError("chunk 13")
+        return j
+
+    with pytest.raises(ValueError, match="chunk 13"):
+        cpu.run_chunks(pool, jobs, 3, bad)
+    assert cpu.chunk_count(10_000, 2) == 2  # small: one chunk per thread
+    assert cpu.chunk_count(1 << 22, 2) == 2 * cpu.CHUNKS_PER_THREAD
+
+
 def test_big_tables_live_in_zeroed_aligned_memory_with_huge_page_advice():
     """Caches come zeroed and row-aligned; big copies (the short map, merge and vocabulary
     tables) keep their contents; where Linux offers transparent huge pages the memory
