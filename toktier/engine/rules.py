@@ -1300,7 +1300,7 @@ def make(jit, prefetch_row=None, atomics=None):
         ``prepend``: ``lo`` starts the segment (the reference's "▁" goes first).  The
         piece loop, a cache hit and the spans are inline (passing the table tuples to a
         call costs more than a cached piece); a miss calls the merges.  ``use_cache``:
-        the CPU's per-thread piece cache; the GPU has none (threads would race).
+        the CPU engine's piece cache (shared seqlock rows); the GPU passes none.
         Workspaces: ``sym``.. hold the longest piece plus one, ``heap`` three times that.
         """
         char_ids = sp.char_ids

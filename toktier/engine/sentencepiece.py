@@ -29,9 +29,9 @@ that character's span).  A token's length in normalized characters is a function
 its id (``SpTables.nchars``), so spans follow from the ids alone -- which is also why
 the piece cache stores ids only.
 
-Piece cache (CPU): per thread, kept across calls, the byte-level engine's short-piece
-rows (``rules.cache_store`` / ``cache_find``: exact key, a check word per row, so a
-torn or corrupted row is a miss) keyed by the piece's bytes, with "▁" in front when
+Piece cache (CPU): one per engine, shared by its threads, kept across calls, the byte-level
+engine's short-piece rows (``rules.cache_store`` / ``cache_find``: exact key, seqlock rows and
+a check word per row, so a torn or corrupted row is a miss) keyed by the piece's bytes, with "▁" in front when
 the piece carries the segment's prepended "▁" (same ids either way, so keys may
 coincide).  Hot path: the piece loop and cache hits run inline in ``rules.sp_segment``
 (a call passing the table tuples costs more than a cached piece).
