@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import numpy as np
@@ -15,6 +16,7 @@ from toktier.engine import default_engine, jit
 from toktier.engine.cpu import CpuEngine, engine_for
 from toktier.engine.tables import EngineUnsupported, bytes_hash
 from toktier.errors import InvalidTextError
+from toktier.families.classes import NFC_UNSAFE
 
 BYTE_BPE = ["llama3", "deepseek-v4", "qwen3", "qwen3.6", "gpt-oss", "cl100k", "tekken"]
 
@@ -467,9 +469,38 @@ def test_nfc_changes_in_one_call_equals_one_call_per_stretch(stretches, every_pu
         text += s
         rb.append(len(text))
     if every_pua:  # no separator left: the per-stretch fallback
+        text += "x"
+        ra.append(len(text))
         text += "".join(map(chr, range(0xE000, 0xF900)))
-    got = nfc_changes(normalize, text, np.array(ra, dtype=np.int64), np.array(rb, dtype=np.int64))
-    assert got == [normalize(text[a:b]) != text[a:b] for a, b in zip(ra, rb, strict=True)]
+        rb.append(len(text))
+    cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    got = nfc_changes(normalize, cps, np.array(ra, dtype=np.int64), np.array(rb, dtype=np.int64))
+    assert got.tolist() == [normalize(text[a:b]) != text[a:b] for a, b in zip(ra, rb, strict=True)]
+
+
+@given(st.text(_NFC_ALPHABET, max_size=40))
+def test_nfc_stretches_cover_every_unsafe_character_and_normalize_on_their_own(text):
+    """The segmented path's premise: NFC of the text is the join of NFC of the pieces the
+    stretches cut it into, and the text between stretches is left alone (the reference
+    decides; the stretches come from the engine's flags)."""
+    from toktier.engine.cpu import _nfc_stretches
+
+    tok = toktier.load("qwen3")
+    normalize = tok.hf.normalizer.normalize_str
+    eng = engine_for(tok)
+    u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    p = eng.prepare(u8)
+    ra, rb = _nfc_stretches(p.n, p.fl)
+    unsafe = [i for i in range(p.n) if p.fl[i] & NFC_UNSAFE]
+    assert all(any(a <= i < b for a, b in zip(ra, rb, strict=True)) for i in unsafe)
+    assert all(b <= a for b, a in zip(rb[:-1], ra[1:], strict=True))  # ordered, disjoint
+    cuts = sorted({0, len(text), *ra.tolist(), *rb.tolist()})
+    pieces = [text[a:b] for a, b in itertools.pairwise(cuts)]
+    assert "".join(normalize(x) for x in pieces) == normalize(text)
+    inside = set(zip(ra.tolist(), rb.tolist(), strict=True))
+    for a, b in itertools.pairwise(cuts):
+        if (a, b) not in inside:
+            assert normalize(text[a:b]) == text[a:b]
 
 
 def test_byte_level_campaign_checks_parallel_and_budget_parts():

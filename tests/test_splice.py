@@ -291,6 +291,43 @@ def test_cut_splice_encodes_only_from_the_cut(name):
         assert adversarial.verify_boundary(tok, text, b, offsets) is None
 
 
+@pytest.mark.parametrize("name", ["qwen3", "qwen3.6"])
+def test_nfc_unsafe_appends_take_the_engine_when_nfc_leaves_them_alone(name, monkeypatch):
+    """An NFC tokenizer's append holding combining marks (Devanagari, conjoining jamo) that
+    the reference's NFC leaves unchanged is encoded by ``plan_engine`` after one
+    normalizer call; one that NFC changes (a decomposed é, jamo that compose) takes the
+    segmented path.  Every result equals the reference and the Python plan's."""
+    tok = toktier.load(name)
+    pair = tuple(
+        Tier(tok, repair_impl=impl, verify_rate=0, delta_aware=False)
+        for impl in ("compiled", "python")
+    )
+    answers = []
+    check = splice.Planner._nfc_stable_from_cut
+
+    def spy(self, *a):
+        answers.append(check(self, *a))
+        return answers[-1]
+
+    monkeypatch.setattr(splice.Planner, "_nfc_stable_from_cut", spy)
+    text = PROSE
+    for t in pair:
+        t.encode(text, session="n")
+    deltas = [
+        (" हिन्दी में क्षमा और पढ़ाई", True),
+        (" 한국어 \u1100\u1161\u11a8 jamo", False),  # conjoining jamo: NFC composes them
+        (" cafe\u0301 and more", False),
+        (" अनुच्छेद २ — नई पंक्ति", True),
+        (" বাংলা ভাষা ও தமிழ் மொழி", True),
+    ]
+    for delta, stable in deltas:
+        text += delta
+        answers.clear()
+        got = [t.append("n", delta) for t in pair]
+        _same_result(*got, text, tok)
+        assert answers and answers[-1] is stable, delta
+
+
 def test_cut_never_lands_inside_a_literal():
     """The old text ends in half an added-token literal: the cut stays before it."""
     tok = toktier.load("llama3")

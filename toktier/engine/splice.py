@@ -14,8 +14,10 @@ One request is usually one call:
 - ``plan_engine`` encodes the window with the engine's rules into a per-thread
   workspace (no allocation larger than the window) and finds the splice;
   ``plan_records`` does the same for fresh records that the caller encoded
-  (the reference for WordPiece, the engine's segmented path for a window that
-  holds NFC-unsafe characters).  With ``apply_now`` (no result snapshot reads
+  (the reference for WordPiece, the engine's segmented path for a window whose
+  text the reference's NFC changes; a window that merely holds NFC-unsafe
+  characters is checked with one normalizer call over its NFC stretches and then
+  encoded by ``plan_engine`` all the same).  With ``apply_now`` (no result snapshot reads
   the session's arrays, and they have room) the same call also writes the
   splice; the caller then only publishes the new count and text, which cannot
   fail, so a session is never left half-updated.
@@ -440,19 +442,22 @@ def apply_if_free(apply_now, c_ids, c_s, c_e, n, f_ids, f_s, f_e, ws, shift, res
 # --- entry points ------------------------------------------------------------------------
 @numba.njit(cache=True, nogil=True)
 def plan_engine(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n, ea, ra, cache,
-                lcache, wk, apply_now):  # fmt: skip
+                lcache, wk, apply_now, nfc_stable):  # fmt: skip
     """Encode the window ``u8`` (UTF-8 of the new text's ``[ws, we)``) and plan the splice;
     with ``apply_now``, also write it (``apply_if_free``).
 
-    Status NEED_RECORDS when an NFC tokenizer meets an NFC-unsafe character: the
-    caller then encodes the window itself and calls ``plan_records``.
+    Status NEED_RECORDS when an NFC tokenizer meets an NFC-unsafe character in the text
+    to encode (from the cut) and the caller has not vouched, with ``nfc_stable``, that
+    the reference's NFC leaves that text unchanged: the caller then asks the reference
+    (``Planner``: one normalizer call over the text's NFC stretches) and either calls
+    again with ``nfc_stable`` or encodes the window itself and calls ``plan_records``.
     """
     nw = _prepare(u8, ea.bits, wk.cps, wk.char_start, wk.fl)
     cps = wk.cps
     cut_k = find_cut(ra, cps, nw, ws, prefix, c_s, c_e, n)
     c0 = c_s[cut_k] - ws if cut_k >= 0 else 0  # encode from the cut: the old text before it stays
     wk.res[R_CUT] = cut_k
-    if ea.nfc:
+    if ea.nfc and not nfc_stable:
         for i in range(c0, nw):
             if wk.fl[i] & NFC_UNSAFE:
                 wk.res[R_STATUS] = NEED_RECORDS
@@ -644,6 +649,22 @@ class Planner:
             wk = self._local.wk = new_workspace(max(need, grow, 4096))
         return wk
 
+    def _nfc_stable_from_cut(self, wk: Workspace, nw: int, c_s, ws: int) -> bool:
+        """Does the reference's NFC leave the window's text from the cut unchanged?
+
+        ``plan_engine`` left the window's code points and flags in ``wk``.  One
+        normalizer call over the NFC stretches around its unsafe characters
+        (``cpu.nfc_changes``; the rest is NFC-stable by construction) instead of the
+        engine's segmented path; if nothing changes, the engine's own encode of that
+        text is the reference's (its input is what the reference sees).
+        """
+        cut_k = int(wk.res[R_CUT])
+        c0 = int(c_s[cut_k]) - ws if cut_k >= 0 else 0
+        fl, cps = wk.fl[c0:nw], wk.cps[c0:nw]
+        sa, sb = cpu._nfc_stretches(nw - c0, fl)
+        normalize = self.engine.tokenizer.hf.normalizer.normalize_str
+        return not cpu.nfc_changes(normalize, cps, sa, sb).any()
+
     def plan(self, state, old_len, new_len, prefix, suffix, window_text, *, window,
              max_widenings, apply_now=False) -> Planned:  # fmt: skip
         """Find a certified splice for the new text (``repair.plan``'s loop).
@@ -673,9 +694,13 @@ class Planner:
                 fresh = (wk.f_ids, wk.f_s, wk.f_e)
             elif self.ea is not None:
                 wk = self._workspace(u8.size)
-                self._plan_engine(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e,
-                                  n, self.ea, self.ra, *self.engine._cache(), wk, apply_now)  # fmt: skip
+                args = (u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
+                        self.ea, self.ra, *self.engine._cache(), wk, apply_now)  # fmt: skip
+                self._plan_engine(*args, False)
                 status = wk.res[R_STATUS]
+                if status == NEED_RECORDS and self._nfc_stable_from_cut(wk, len(text), c_s, ws):
+                    self._plan_engine(*args, True)
+                    status = wk.res[R_STATUS]
                 fresh = (wk.f_ids, wk.f_s, wk.f_e)
             if status == NEED_RECORDS:
                 cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
