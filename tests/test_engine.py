@@ -503,6 +503,31 @@ def test_nfc_stretches_cover_every_unsafe_character_and_normalize_on_their_own(t
             assert normalize(text[a:b]) == text[a:b]
 
 
+@pytest.mark.parametrize("name", ["qwen3", "qwen3.6"])
+def test_nfc_stable_text_with_combining_marks_skips_the_segmented_path(name, monkeypatch):
+    """Text full of NFC-unsafe characters that NFC leaves alone (Indic vowel signs and
+    viramas) is encoded by the engine after one normalizer call, on one thread and on
+    two; text that NFC changes (a decomposed é) still takes the reference stretches."""
+    tok = toktier.load(name)
+    eng = CpuEngine(tok)
+    stable = "हिन्दी में क्षमा, বাংলা ভাষা ও தமிழ் மொழி; def f(x): return x\n" * 400
+    changing = stable[:5000] + "cafe\u0301 " + stable[5000:]
+    segmented = []
+    original = CpuEngine._encode_segmented
+
+    def spy(self, text, u8, threads):
+        segmented.append(len(text))
+        return original(self, text, u8, threads)
+
+    monkeypatch.setattr(CpuEngine, "_encode_segmented", spy)
+    for text, takes_segmented in ((stable, False), (changing, True)):
+        want = tok.reference(text)
+        segmented.clear()
+        assert eng.encode(text)[0].tolist() == want
+        assert eng.encode_parallel(text, threads=2, min_chars=0)[0].tolist() == want
+        assert bool(segmented) is takes_segmented
+
+
 def test_byte_level_campaign_checks_parallel_and_budget_parts():
     r = engine_campaign.run_campaign(toktier.load("llama3"), 60_000, seed=4, codepoint_stride=4999,
                         triples=False, progress=False)  # fmt: skip

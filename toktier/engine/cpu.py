@@ -263,6 +263,16 @@ def _nfc_stretches(n, fl):
 
 
 @numba.njit(cache=True, nogil=True)
+def _nfc_stretches_bailed(u8, fl):
+    """``_nfc_stretches`` of the text ``u8`` whose flags an ``_encode_text`` call that
+    returned not-ok (NFC-unsafe characters) left in its workspace's ``fl``."""
+    n = 0
+    for b in range(u8.size):
+        n += (u8[b] & 0xC0) != 0x80
+    return _nfc_stretches(n, fl)
+
+
+@numba.njit(cache=True, nogil=True)
 def _join_stretches(cps, ra, rb):
     """The stretches ``cps[ra[k]:rb[k]]`` joined by a private-use code point none of them
     contains (returned; -1 when every one of U+E000..U+F8FF occurs in them)."""
@@ -535,8 +545,9 @@ def _encode_text(u8, bits, fold, family, nfc, f1, k1, c1, t1, f2, k2, c2, t2, ha
     """The whole single-thread path in one compiled call (the repair-window fast path).
 
     ``wk``: a ``Workspace`` of at least ``u8.size`` bytes.  Returns (ids, starts,
-    ends, ok), fresh arrays; ``ok`` is False when an NFC tokenizer meets a
-    character that is not NFC-safe (the caller then takes the segmented path).
+    ends, ok), fresh arrays; ``ok`` is False when an NFC tokenizer (``nfc``) meets a
+    character that is not NFC-safe: ``wk.cps`` and ``wk.fl`` then hold the decoded
+    text and its flags, for the caller's NFC check (``CpuEngine._encode_u8``).
     """
     cps = wk.cps
     char_start = wk.char_start
@@ -729,7 +740,7 @@ class CpuEngine:
     @property
     def cache_bytes(self) -> int:
         """Bytes of the piece caches plus the short-piece map: a fixed budget of
-        CACHE_SLOTS x 64 B + LONG_SLOTS x 320 B (21.2 MB) per engine, however many
+        CACHE_SLOTS x 64 B + LONG_SLOTS x 320 B (27.3 MB) per engine, however many
         threads encode."""
         return self.short_map.nbytes + sum(t.nbytes for t in self._caches)
 
@@ -835,10 +846,27 @@ class CpuEngine:
         return self._encode_segmented(text, u8, threads=threads)
 
     def _encode_u8(self, u8: np.ndarray):
-        """The single-thread path on UTF-8 bytes: (ids, starts, ends, ok)."""
+        """The single-thread path on UTF-8 bytes: (ids, starts, ends, ok).
+
+        An NFC tokenizer's text with NFC-unsafe characters (combining marks: most Indic
+        and Hangul-jamo text) is checked with one normalizer call over its NFC
+        stretches; if the reference's NFC changes none, it is the reference's input
+        as it stands and the engine encodes it all the same.  ``ok`` is False only
+        when NFC changes something (the caller then takes the segmented path).  The
+        parts and chunks this runs on are cut at certified, hence NFC-safe, points,
+        so each part's check is its share of the whole text's.
+        """
         t = self.tables
-        return self._encode_kernel(u8, t.bits, t.fold, t.family_code, t.nfc, *self._trie_args,
-                                   self.bpe, *self._cache(), self._workspace(u8.size))  # fmt: skip
+        wk = self._workspace(u8.size)
+        out = self._encode_kernel(u8, t.bits, t.fold, t.family_code, t.nfc, *self._trie_args,
+                                  self.bpe, *self._cache(), wk)  # fmt: skip
+        if out[3] or not t.nfc:
+            return out
+        ra, rb = _nfc_stretches_bailed(u8, wk.fl)  # the kernel left the flags in ``wk``
+        if nfc_changes(self.tokenizer.hf.normalizer.normalize_str, wk.cps, ra, rb).any():
+            return out
+        return self._encode_kernel(u8, t.bits, t.fold, t.family_code, False, *self._trie_args,
+                                   self.bpe, *self._cache(), wk)  # fmt: skip
 
     def _part_bounds(self, u8: np.ndarray, parts: int) -> list[int]:
         """Byte offsets ``[0, c1, ..., len]`` of certified cuts near equal part sizes."""
