@@ -74,7 +74,8 @@ LONG_TOKENS = 16
 LONG_WORDS = 19  # ceil(128 / 7)
 LONG_LEN_WORDS = 3  # token byte lengths, 7 per word
 LONG_COLS = 40  # header, bytes[LONG_WORDS], token lengths[LONG_LEN_WORDS], ids[16], check
-LONG_SLOTS = 16384  # long-piece cache rows on the CPU (any power of two works)
+LONG_SLOTS = 32768  # long-piece cache rows on the CPU (any power of two works; 16,384 held too
+# few of the 17-128-byte pieces of non-Latin text once one cache served every thread)
 # Every cache row ends in a check word over the rest: a row whose check does not match
 # (never written, torn, or corrupted) is a miss, so no row can change the output.
 # The caches are shared by every thread of an engine; each row is its own seqlock.  Its
