@@ -80,6 +80,22 @@ def test_nfc_unsafe_texts_go_to_the_cpu_engine(qwen3):
     assert qwen3.stats()["last_request"]["delegated"] == 1
 
 
+def test_nfc_unsafe_texts_that_nfc_leaves_alone_stay_on_the_device(qwen3):
+    """Combining marks the reference's NFC leaves unchanged (Devanagari viramas, Bengali
+    vowel signs) are flagged on the device, checked by one normalizer call on the host,
+    and the device's result stands: nothing goes to the CPU engine."""
+    tok = qwen3.tokenizer
+    docs = ["हिन्दी में क्षमा", "plain text", "বাংলা ভাষা x"]
+    out = qwen3.encode_batch(docs)
+    info = qwen3.stats()["last_request"]
+    assert info["delegated"] == 0 and info["nfc_unsafe_chars"] >= 4, info
+    for d, (ids, s, e) in zip(docs, out, strict=True):
+        check_ids(tok, d, ids, s, e, "nfc-stable")
+    ids, s, e = qwen3.encode(docs[0])
+    check_ids(tok, docs[0], ids, s, e, "nfc-stable single")
+    assert qwen3.stats()["last_request"]["delegated"] == 0
+
+
 def test_a_literal_split_across_documents_is_no_literal(qwen3):
     tok = qwen3.tokenizer
     lit = tok.added_tokens[0].content

@@ -301,6 +301,18 @@ def _join_stretches(cps, ra, rb):
     return out, sep
 
 
+def nfc_leaves_alone(bits: np.ndarray, normalize, text: str) -> bool:
+    """Does the reference's NFC (``normalize``) leave ``text`` exactly as it is?
+
+    One normalizer call over the text's NFC stretches (``_nfc_stretches`` on the class
+    bits ``bits[cp]``); for callers that have not decoded the text themselves (the GPU
+    engine flags unsafe characters on the device, and its result stands when this
+    holds)."""
+    cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    ra, rb = _nfc_stretches(cps.size, bits[cps])
+    return not nfc_changes(normalize, cps, ra, rb).any()
+
+
 def _utf32(a: np.ndarray) -> str:
     return a.astype("<u4", copy=False).tobytes().decode("utf-32-le")
 

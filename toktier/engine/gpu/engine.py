@@ -22,6 +22,7 @@ from numba import cuda
 
 from ...families import stability
 from ...textcheck import check_text
+from .. import cpu
 from .. import rules as _rules
 from ..tables import EngineUnsupported
 from . import bpe, scans, stages
@@ -406,6 +407,14 @@ class GpuEngine:
         meta = self._run(ws, u8, np.zeros(1, dtype=_INT), literals=True, stage="ids", info=info)
         return meta, ws
 
+    def _nfc_changes(self, text: str) -> bool:
+        """Does the reference's NFC change ``text``?  Asked only when the device flagged
+        NFC-unsafe characters: if it does not, the device's result is the reference's
+        (its input is the text as it stands) and stays; otherwise the CPU engine takes
+        the text (``_delegate``)."""
+        t = self.tables
+        return not cpu.nfc_leaves_alone(t.bits, self.tokenizer.hf.normalizer.normalize_str, text)
+
     def _delegate(self, text: str, info: dict):
         info["delegated"] += 1
         return self._cpu.encode_full(text)
@@ -422,7 +431,7 @@ class GpuEngine:
             if r is None:
                 return self._empty()
             meta, ws = r
-            if meta[M_UNSAFE]:
+            if meta[M_UNSAFE] and self._nfc_changes(text):
                 return self._delegate(text, info)
             n = int(meta[M_NTOK])
             packed = self._be.fetch(ws.packed, 3 * n)
@@ -437,7 +446,7 @@ class GpuEngine:
             if r is None:
                 return np.zeros((3, 0), dtype=np.int64)
             meta, ws = r
-            if meta[M_UNSAFE]:
+            if meta[M_UNSAFE] and self._nfc_changes(text):
                 return np.stack(self._delegate(text, info)).astype(np.int64)
             n = int(meta[M_NTOK])
             return self._be.fetch(ws.packed, 3 * n).reshape(3, n)
@@ -449,7 +458,7 @@ class GpuEngine:
             if r is None:
                 return []
             meta, ws = r
-            if meta[M_UNSAFE]:
+            if meta[M_UNSAFE] and self._nfc_changes(text):
                 return self._delegate(text, info)[0].tolist()
             return self._be.fetch(ws.packed, int(meta[M_NTOK])).tolist()
 
@@ -465,7 +474,7 @@ class GpuEngine:
                 z = self._be.host_to_device_array(np.zeros(0, dtype=np.int64))
                 return z, z, z
             meta, ws = r
-            if meta[M_UNSAFE]:
+            if meta[M_UNSAFE] and self._nfc_changes(text):
                 ids, s, e = self._delegate(text, info)
                 h = self._be.host_to_device_array
                 return h(ids.astype(np.int64)), h(s), h(e)
@@ -555,7 +564,7 @@ class GpuEngine:
         cut = np.searchsorted(starts, bounds, side="left")
         res = []
         for d, text in enumerate(texts):
-            if unsafe[d]:
+            if unsafe[d] and self._nfc_changes(text):
                 res.append(self._delegate(text, info))
                 continue
             a, b = cut[d], cut[d + 1]
