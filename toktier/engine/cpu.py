@@ -263,13 +263,12 @@ def _nfc_stretches(n, fl):
 
 
 @numba.njit(cache=True, nogil=True)
-def _nfc_stretches_bailed(u8, fl):
-    """``_nfc_stretches`` of the text ``u8`` whose flags an ``_encode_text`` call that
-    returned not-ok (NFC-unsafe characters) left in its workspace's ``fl``."""
+def _char_count(u8):
+    """Characters of the valid UTF-8 ``u8`` (its non-continuation bytes)."""
     n = 0
     for b in range(u8.size):
         n += (u8[b] & 0xC0) != 0x80
-    return _nfc_stretches(n, fl)
+    return n
 
 
 @numba.njit(cache=True, nogil=True)
@@ -309,7 +308,13 @@ def nfc_leaves_alone(bits: np.ndarray, normalize, text: str) -> bool:
     engine flags unsafe characters on the device, and its result stands when this
     holds)."""
     cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-    ra, rb = _nfc_stretches(cps.size, bits[cps])
+    return nfc_unchanged(normalize, cps, bits[cps])
+
+
+def nfc_unchanged(normalize, cps: np.ndarray, fl: np.ndarray) -> bool:
+    """Does the reference's NFC leave the code points ``cps`` (class bits ``fl``) alone?
+    One normalizer call over their NFC stretches; the rest is NFC-stable by construction."""
+    ra, rb = _nfc_stretches(cps.size, fl)
     return not nfc_changes(normalize, cps, ra, rb).any()
 
 
@@ -874,8 +879,8 @@ class CpuEngine:
                                   self.bpe, *self._cache(), wk)  # fmt: skip
         if out[3] or not t.nfc:
             return out
-        ra, rb = _nfc_stretches_bailed(u8, wk.fl)  # the kernel left the flags in ``wk``
-        if nfc_changes(self.tokenizer.hf.normalizer.normalize_str, wk.cps, ra, rb).any():
+        n = _char_count(u8)  # the kernel left the code points and flags in ``wk``
+        if not nfc_unchanged(self.tokenizer.hf.normalizer.normalize_str, wk.cps[:n], wk.fl[:n]):
             return out
         return self._encode_kernel(u8, t.bits, t.fold, t.family_code, False, *self._trie_args,
                                    self.bpe, *self._cache(), wk)  # fmt: skip

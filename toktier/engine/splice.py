@@ -660,10 +660,8 @@ class Planner:
         """
         cut_k = int(wk.res[R_CUT])
         c0 = int(c_s[cut_k]) - ws if cut_k >= 0 else 0
-        fl, cps = wk.fl[c0:nw], wk.cps[c0:nw]
-        sa, sb = cpu._nfc_stretches(nw - c0, fl)
         normalize = self.engine.tokenizer.hf.normalizer.normalize_str
-        return not cpu.nfc_changes(normalize, cps, sa, sb).any()
+        return cpu.nfc_unchanged(normalize, wk.cps[c0:nw], wk.fl[c0:nw])
 
     def plan(self, state, old_len, new_len, prefix, suffix, window_text, *, window,
              max_widenings, apply_now=False) -> Planned:  # fmt: skip
