@@ -210,16 +210,15 @@ class Certifier:
     def check_ids(self, text: str, parallel: bool = False, parts: bool = False) -> bool:
         """The engine's IDs and spans against the reference: ``encode``; ``parallel``:
         ``encode_parallel`` on two threads; ``parts``: an engine whose workspace budget
-        is PARTS_BUDGET, so a long text goes in many parts cut at certified cuts (``encode``
-        of the byte-level engine, ``encode_parallel`` of the SentencePiece engine)."""
+        is PARTS_BUDGET, so ``encode`` (one thread) takes a long text in many parts cut at
+        certified cuts, one after another through its workspace."""
         r = self.report
         enc = self.tok.hf.encode(text, add_special_tokens=False)
         ref_ids = np.asarray(enc.ids, dtype=np.uint32)
         off = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
         if parts:
             eng = self._parts_engine()
-            run = eng.encode_parallel if self._prepends else eng.encode
-            ids, s, e = run(text, threads=2, min_chars=0) if self._prepends else run(text)
+            ids, s, e = eng.encode(text)
             r.parts_inputs += 1
         elif parallel:
             ids, s, e = self.engine.encode_parallel(text, threads=2, min_chars=0)

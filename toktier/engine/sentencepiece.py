@@ -269,7 +269,12 @@ class SentencePieceEngine:
         """(ids uint32, starts int64, ends int64): exact IDs and each token's character span."""
         check_text(text)
         u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-        return self._encode_u8(u8, True)
+        if u8.size <= self.workspace_bytes:
+            return self._encode_u8(u8, True)
+        # Beyond the workspace budget: parts cut at isolated certified cuts, one after
+        # another through this thread's workspace (as ``CpuEngine._encode_bytes``), not a
+        # one-call workspace of the whole size, whose fresh pages every call pays for.
+        return self._encode_chunks(u8, -(-u8.size // (self.workspace_bytes // 2)), threads=1)
 
     def _encode_u8(self, u8: np.ndarray, prepend0: bool):
         return self._encode_kernel(u8, prepend0, *self._trie_args, self.sp, self.bpe,
