@@ -195,6 +195,20 @@ def test_deepseek_normalized_literals():
     _assert_exact(engine_for(tok), " ".join(normed + raw + normed[::-1]) + normed[0] + raw[0])
 
 
+def test_direct_priorities_order_as_ranks_or_refuse():
+    from toktier.engine.tables import PRIO_GROUP_BITS, direct_priorities
+
+    merged = np.array([5, 5, 7, 9, 9, 9, 12])
+    prio = direct_priorities(merged)
+    assert (np.diff(prio) > 0).all() and ((prio >> PRIO_GROUP_BITS) == merged).all()
+    assert list(prio & ((1 << PRIO_GROUP_BITS) - 1)) == [0, 1, 0, 0, 1, 2, 0]
+    assert direct_priorities(np.array([5, 4])) is None  # a merged id decreases with rank
+    assert direct_priorities(np.full(1 << PRIO_GROUP_BITS, 3)) is not None  # 512 ways fit
+    assert direct_priorities(np.full((1 << PRIO_GROUP_BITS) + 1, 3)) is None  # 513 do not
+    assert direct_priorities(np.array([1 << 18])) is None  # id beyond the key's bits
+    assert direct_priorities(np.array([], dtype=np.int64)) is None
+
+
 def test_tables_reproduce_the_merges():
     tok = toktier.load("llama3")
     engine = engine_for(tok)
@@ -210,10 +224,17 @@ def test_tables_reproduce_the_merges():
     for r, m in enumerate(model["merges"]):
         a, b = m.split(" ", 1) if isinstance(m, str) else m
         pairs.setdefault((vocab[a], vocab[b]), (r, vocab[a + b]))
-    # every merge is found (the pair filter has no false negatives), with rank and token
+    # every merge is found (the pair filter has no false negatives), with its token, and
+    # the codes order as the ranks do (direct priorities: tables.direct_priorities)
+    assert engine.bpe.direct and t.direct_merged
+    found = []
     for (a, b), (r, merged) in pairs.items():
         code = RULES.pair_code(engine.bpe, a, b)
-        assert code >> 32 == r and t.merged[code >> 32] == merged
+        assert code < NO_PAIR and RULES.merged_token(engine.bpe, code) == merged
+        assert engine.bpe.merged[r] == merged
+        found.append((r, code))
+    codes = np.array([c for _, c in sorted(found)])
+    assert (np.diff(codes) > 0).all()
     # and pairs without a merge are not (some pass the filter and probe the table)
     rng = random.Random(1)
     ids = list(vocab.values())

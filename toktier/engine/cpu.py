@@ -714,7 +714,7 @@ class CpuEngine:
         bt = BpeTables(t.byte_ids, t.merge_table, t.merged, t.pair_filter,
                        np.zeros(65536, np.int64), t.vocab_keys, t.vocab_ids, t.pool, t.pool_off,
                        t.ignore_merges, t.token_nbytes,
-                       np.zeros((1, _rules.SHORT_COLS), np.int64))  # fmt: skip
+                       np.zeros((1, _rules.SHORT_COLS), np.int64), t.direct_merged)  # fmt: skip
         bt = bt._replace(byte_pairs=byte_pair_codes(bt))
         self.short_map = _huge_copy(build_short_map(bt))  # built by the merges themselves
         # The tables read at random on every piece go to huge pages (fewer TLB misses).

@@ -90,6 +90,7 @@ CONTENT = SEQ_BIT - 1  # a header's content bits (the check word covers only the
 SHORT_COLS = 4  # short-piece map row: lw (0: empty), w0, w1, token id
 M63 = (1 << 63) - 1
 SMALL_PIECE = 24  # bytes: at or below, the rank-array loop beats the heap
+PRIO_GROUP_BITS = 9  # must equal tables.PRIO_GROUP_BITS
 NO_RANK = (1 << 31) - 1
 NO_PAIR = NO_RANK << 32  # ``pair_code`` of a pair with no merge (orders after every real code)
 
@@ -98,8 +99,8 @@ class BpeTables(NamedTuple):
     """Everything byte-level BPE reads, passed as one argument (``cpu.CpuEngine.bpe``)."""
 
     byte_ids: np.ndarray  # int64[256]: the token of each single byte
-    merges: np.ndarray  # int64[cap]: (left << 18 | right) << 27 | rank (tables.build_merge_table)
-    merged: np.ndarray  # int32[n_merges]: the token the merge of each rank makes
+    merges: np.ndarray  # int64[cap]: (left << 18 | right) << 27 | priority (tables.build_merge_table)
+    merged: np.ndarray  # int32[n_merges]: the token the merge of each rank makes (not direct)
     pair_filter: np.ndarray  # int64 bit set: a 0 bit means "no such merge" (tables.build_pair_filter)
     byte_pairs: np.ndarray  # int64[65536]: pair_code of the tokens of bytes (a, b) at a << 8 | b
     vkeys: np.ndarray  # vocabulary hash table (ignore_merges): hashes
@@ -109,6 +110,7 @@ class BpeTables(NamedTuple):
     ignore_merges: bool
     nbytes: np.ndarray  # int64: byte length of each token
     smap: np.ndarray  # the read-only short-piece map (cpu.build_short_map)
+    direct: bool = False  # priorities are merged id << PRIO_GROUP_BITS | g (tables.direct_priorities)
 
 
 class SpTables(NamedTuple):
@@ -480,24 +482,28 @@ def make(jit, prefetch_row=None, atomics=None):
     # --- BPE ------------------------------------------------------------------------------
     @jit
     def pair_code(bt, left, right):
-        """``rank << 32`` of the pair (left, right), or NO_PAIR: codes order as ranks do.
+        """``priority << 32`` of the pair (left, right), or NO_PAIR: codes order as ranks do
+        (the priority is the rank, or ``tables.direct_priorities``, which orders the same).
 
         Most lookups during merges ask for pairs that have no merge (about 60% on
         multilingual text), so a small bit set answers those first: a 0 bit is a sure
         "no merge" (every merge's bit is set), read from a table a tenth the size of the
         merge table.  Otherwise one probe sequence in the compact merge table
-        (``tables.build_merge_table``): each slot holds the pair's key and rank in one
-        word.  The merged token is ``merged[rank]``, read only when the pair merges.
+        (``tables.build_merge_table``): each slot holds the pair's key and priority in
+        one word, and the slot's line is requested before the filter is read, so for a
+        pair that merges the two reads overlap (3-4% less time per merged piece in
+        isolation).  The merged token is ``merged_token(bt, code)``.
         """
         key = (int(left) << 18) | int(right)  # int(): no narrow-dtype overflow (simulator)
         prod = key * 0x9E3779B1  # the table and the filter hash the same product (tables.py)
+        mt = bt.merges
+        mask = mt.shape[0] - 1
+        h = (prod >> 20) & mask
+        prefetch_row(mt, h)  # in flight while the filter answers: the two reads overlap
         pf = bt.pair_filter
         b = (prod >> 40) & (pf.shape[0] * 64 - 1)
         if (pf[b >> 6] >> (b & 63)) & 1 == 0:
             return NO_PAIR
-        mt = bt.merges
-        mask = mt.shape[0] - 1
-        h = (prod >> 20) & mask
         while True:
             s = mt[h]
             if s == EMPTY_KEY:
@@ -505,6 +511,14 @@ def make(jit, prefetch_row=None, atomics=None):
             if (s >> 27) == key:
                 return (s & 0x7FFFFFF) << 32
             h = (h + 1) & mask
+
+    @jit
+    def merged_token(bt, code):
+        """The token the merge of pair code ``code`` (a real merge) makes: read off a direct
+        priority, else ``merged[rank]``."""
+        if bt.direct:
+            return code >> (32 + PRIO_GROUP_BITS)
+        return bt.merged[code >> 32]
 
     @jit
     def merge_small(sym, rank, n, bt):
@@ -520,7 +534,7 @@ def make(jit, prefetch_row=None, atomics=None):
             if low >= NO_PAIR:
                 break
             best = low & 0xFFFFFFFF
-            sym[best] = bt.merged[rank[best] >> 32]
+            sym[best] = merged_token(bt, rank[best])
             for k in range(best + 1, n - 1):
                 sym[k] = sym[k + 1]
                 rank[k] = rank[k + 1]
@@ -595,7 +609,7 @@ def make(jit, prefetch_row=None, atomics=None):
             c = pair_code(bt, sym[k], sym[j])
             if (c >> 32) != r:
                 continue  # stale: a neighbour merged since this entry was pushed
-            nj = merge_link(sym, nxt, prv, k, bt.merged[c >> 32])
+            nj = merge_link(sym, nxt, prv, k, merged_token(bt, c))
             if nj >= 0:
                 c2 = pair_code(bt, sym[k], sym[nj])
                 if c2 < NO_PAIR:

@@ -156,11 +156,11 @@ def build_sp_tables(tok) -> tuple[SpTables, _rules.BpeTables, list, list]:
     nchars = np.zeros(n_ids, dtype=np.int64)
     for t, i in vocab.items():
         nchars[i] = len(t)
-    merge_table, merged = merge_arrays(model, vocab)
+    merge_table, merged, direct = merge_arrays(model, vocab)
     z = np.zeros(1, np.int64)
     bt = _rules.BpeTables(
         z, merge_table, merged, build_pair_filter(merge_table), z, z, z, np.zeros(1, np.uint8),
-        z, False, z, np.zeros((1, _rules.SHORT_COLS), np.int64),
+        z, False, z, np.zeros((1, _rules.SHORT_COLS), np.int64), direct,
     )  # fmt: skip
     pairs = set()
     for t in vocab:

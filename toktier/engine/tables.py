@@ -2,8 +2,9 @@
 
 Everything the rules (``engine.rules``) read lives here: class bits per code
 point and the case-fold table (both probed from the reference), the byte-level
-BPE tables (byte -> id, the interleaved merge table (left, right) -> rank << 32 |
-merged id), a vocabulary hash for ``ignore_merges``, token byte lengths) and the
+BPE tables (byte -> id, the compact merge table (left, right) -> priority, which
+orders as the ranks do and, for every byte-level vocabulary, names the merged token
+too), a vocabulary hash for ``ignore_merges``, token byte lengths) and the
 added-token tries.  ``EngineTables.build`` refuses tokenizers whose features the
 engine does not implement (``EngineUnsupported``) so they stay on the reference.
 """
@@ -94,16 +95,18 @@ PAIR_LOAD = 0.6  # most slots of the interleaved table's probe sequence share a 
 
 
 MERGE_ID_BITS = 18  # token ids < 2**18 (262,144): a pair's key is 36 bits (``rules.pair_code``)
-MERGE_RANK_BITS = 27  # a slot is key << 27 | rank: one int64, 8 bytes
+MERGE_RANK_BITS = 27  # a slot is key << 27 | priority: one int64, 8 bytes
+PRIO_GROUP_BITS = 9  # a direct priority is merged id << 9 | place among the merges making it
 
 
 def build_merge_table(left: np.ndarray, right: np.ndarray, ranks: np.ndarray) -> np.ndarray:
-    """The BPE merge table, one 8-byte slot per pair: ``(left << 18 | right) << 27 | rank``.
+    """The BPE merge table, one 8-byte slot per pair: ``(left << 18 | right) << 27 | rank``
+    (``ranks``: a rank, or any priority below 2**27 that orders as the ranks do).
 
     Half the bytes of a key / value pair, so the whole table of a 280K-merge
     vocabulary is 4 MB and stays in the last-level cache where a 16-byte layout
     (8 MB) spilled to memory: merges are bound by these random reads.  The merged
-    id is ``EngineTables.merged[rank]``, read only when a pair actually merges.
+    id is ``rules.merged_token``'s (off a direct priority, else ``merged[rank]``).
     Keys hash as ``rules.pair_code``; -1 marks an empty slot.
     """
     if len(left) and max(int(left.max()), int(right.max())) >= 1 << MERGE_ID_BITS:
@@ -120,10 +123,33 @@ def build_merge_table(left: np.ndarray, right: np.ndarray, ranks: np.ndarray) ->
     return table
 
 
-def merge_arrays(model: dict, vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
-    """(merge table, merged id per rank) of a BPE model: rank = position in the merge list,
-    merged id = vocab[left + right]; a pair listed twice keeps its first (lowest) rank, as
-    the reference's map does."""
+def direct_priorities(merged: np.ndarray) -> np.ndarray | None:
+    """Priorities that order as the ranks do and name the merged token: ``merged << 9 | g``,
+    ``g`` the merge's place among those making the same token (``merged``: the kept merges'
+    tokens in rank order), or None when no such numbering exists.
+
+    It exists when merged ids never decrease with rank (every byte-level vocabulary in
+    the registry: a token's id is its merge's place in training order) and no token is
+    made by more than 512 merges: then comparing priorities compares ranks, and the
+    merge step reads its new token off the priority (``rules.merged_token``) instead
+    of from ``merged[rank]`` -- one random read fewer on each merge's dependency chain.
+    """
+    if not len(merged):
+        return None
+    if (np.diff(merged) < 0).any() or int(merged.max()) >= 1 << MERGE_ID_BITS:
+        return None
+    start = np.flatnonzero(np.r_[True, merged[1:] != merged[:-1]])
+    place = np.arange(len(merged)) - np.repeat(start, np.diff(np.r_[start, len(merged)]))
+    if int(place.max()) >= 1 << PRIO_GROUP_BITS:
+        return None
+    return (merged.astype(np.int64) << PRIO_GROUP_BITS) | place
+
+
+def merge_arrays(model: dict, vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(merge table, merged id per rank, direct) of a BPE model: rank = position in the
+    merge list, merged id = vocab[left + right]; a pair listed twice keeps its first
+    (lowest) rank, as the reference's map does.  ``direct``: the table holds
+    ``direct_priorities`` instead of ranks (same order; ``merged`` is then unused)."""
     merges = model.get("merges") or []
     left = np.empty(len(merges), dtype=np.int64)
     right = np.empty(len(merges), dtype=np.int64)
@@ -135,8 +161,11 @@ def merge_arrays(model: dict, vocab: dict[str, int]) -> tuple[np.ndarray, np.nda
     keys = (left << 32) | right
     _, first_idx = np.unique(keys, return_index=True)
     first_idx.sort()
-    table = build_merge_table(left[first_idx], right[first_idx], ranks[first_idx])
-    return table, (merged.astype(np.int32) if len(merged) else np.zeros(1, np.int32))
+    prio = direct_priorities(merged[first_idx])
+    direct = prio is not None
+    table = build_merge_table(left[first_idx], right[first_idx],
+                              prio if direct else ranks[first_idx])  # fmt: skip
+    return table, (merged.astype(np.int32) if len(merged) else np.zeros(1, np.int32)), direct
 
 
 def build_pair_filter(merge_table: np.ndarray) -> np.ndarray:
@@ -233,6 +262,7 @@ class EngineTables:
     byte_ids: np.ndarray  # int64[256]
     merge_table: np.ndarray  # int64[cap]: key << 27 | rank (``build_merge_table``)
     merged: np.ndarray  # int32[n_merges]: the token a merge of each rank makes
+    direct_merged: bool  # the table holds direct priorities (``merge_arrays``)
     pair_filter: np.ndarray  # int64 bit set of the merge table's keys (``build_pair_filter``)
     ignore_merges: bool
     vocab_keys: np.ndarray  # int64 hashes
@@ -284,7 +314,7 @@ class EngineTables:
         if (byte_ids < 0).any():
             raise EngineUnsupported("the vocabulary lacks single-byte tokens")
 
-        merge_table, merged = merge_arrays(model, vocab)
+        merge_table, merged, direct = merge_arrays(model, vocab)
 
         # vocabulary hash (for ignore_merges) and the byte pool
         pool_off = np.zeros(n_ids + 1, dtype=np.int64)
@@ -315,6 +345,7 @@ class EngineTables:
             byte_ids=byte_ids,
             merge_table=merge_table,
             merged=merged,
+            direct_merged=direct,
             pair_filter=build_pair_filter(merge_table),
             ignore_merges=bool(model.get("ignore_merges")),
             vocab_keys=vocab_keys,

@@ -48,6 +48,7 @@ MAX_WARPS = 32  # per block (shared partials of the block BPE kernel)
 bpe_merge = DEVICE.bpe_merge
 merge_link = DEVICE.merge_link
 pair_code = DEVICE.pair_code
+merged_token = DEVICE.merged_token
 vocab_lookup = DEVICE.vocab_lookup
 
 
@@ -102,7 +103,7 @@ def merge_at(k, sym, rnk, nxt, prv, bpe):
     changed in the per-slot rank array (one thread per piece calls it)."""
     c = pair_code(bpe, sym[k], sym[nxt[k]])
     rnk[nxt[k]] = NO_RANK  # the right symbol dies
-    nj = merge_link(sym, nxt, prv, k, bpe.merged[c >> 32])
+    nj = merge_link(sym, nxt, prv, k, merged_token(bpe, c))
     if nj >= 0:
         rnk[k] = pair_code(bpe, sym[k], sym[nj]) >> 32
     else:

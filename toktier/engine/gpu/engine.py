@@ -196,6 +196,7 @@ class GpuEngine:
             ignore_merges=bool(t.ignore_merges),
             nbytes=d(t.token_nbytes),
             smap=d(np.zeros((1, _rules.SHORT_COLS), dtype=np.int64)),  # the GPU has no map
+            direct=bool(t.direct_merged),
         )
 
     def __repr__(self) -> str:
