@@ -36,7 +36,7 @@ import numpy as np
 
 from ..families import stability
 from ..families.classes import NFC_UNSAFE
-from ..textcheck import check_text
+from ..textcheck import utf8_array
 from . import jit as _jit
 from . import rules as _rules
 from .literal_probe import check_literals
@@ -783,8 +783,7 @@ class CpuEngine:
         The counterpart of the reference ``pre_tokenizer.pre_tokenize_str`` (no
         normalization, no added-token extraction): the split-level certificate.
         """
-        check_text(text)
-        u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        u8 = utf8_array(text)
         t = self.tables
         ends = _split(u8, t.bits, t.fold, t.family_code)
         starts = np.zeros_like(ends)
@@ -793,8 +792,7 @@ class CpuEngine:
 
     def certified_cuts(self, text: str) -> np.ndarray:
         """Every position where ``encode_parallel`` may cut ``text`` (for certification)."""
-        check_text(text)
-        p = self.prepare(np.frombuffer(text.encode("utf-8"), dtype=np.uint8))
+        p = self.prepare(utf8_array(text))
         return _all_cuts(*p.cut_args)
 
     def prepare(self, u8: np.ndarray, wk: Workspace | None = None) -> _Prepared:
@@ -814,8 +812,9 @@ class CpuEngine:
     # --- single thread --------------------------------------------------------------------
     def encode(self, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(ids uint32, starts int64, ends int64): exact IDs and each token's character span."""
-        check_text(text)
-        u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        return self._encode_validated(text, utf8_array(text))
+
+    def _encode_validated(self, text: str, u8: np.ndarray):
         ids, starts, ends, ok = self._encode_bytes(u8)
         if ok:
             return ids, starts, ends
@@ -850,11 +849,10 @@ class CpuEngine:
         whichever thread takes it, so nothing but the final concatenation is serial.
         NFC text with unsafe characters takes the segmented path (reference stretches).
         """
-        check_text(text)
+        u8 = utf8_array(text)
         threads = threads or self.threads
         if len(text) < min_chars or threads <= 1:
-            return self.encode(text)
-        u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+            return self._encode_validated(text, u8)
         bounds = self._part_bounds(u8, chunk_count(u8.size, threads))
         if len(bounds) > 2:
             out = self._encode_parts(u8, bounds, threads)

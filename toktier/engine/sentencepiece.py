@@ -50,7 +50,7 @@ import numba
 import numpy as np
 
 from ..families import stability
-from ..textcheck import check_text
+from ..textcheck import utf8_array
 from . import cpu as _cpu
 from . import jit as _jit
 from . import rules as _rules
@@ -267,8 +267,9 @@ class SentencePieceEngine:
     # --- encode ------------------------------------------------------------------------------
     def encode(self, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(ids uint32, starts int64, ends int64): exact IDs and each token's character span."""
-        check_text(text)
-        u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        return self._encode_validated(utf8_array(text))
+
+    def _encode_validated(self, u8: np.ndarray):
         if u8.size <= self.workspace_bytes:
             return self._encode_u8(u8, True)
         # Beyond the workspace budget: parts cut at isolated certified cuts, one after
@@ -293,10 +294,7 @@ class SentencePieceEngine:
 
     def certified_cuts(self, text: str) -> np.ndarray:
         """Every position where ``encode_parallel`` may cut ``text`` (for certification)."""
-        check_text(text)
-        n, nlit, cps, _cs, ls, le, _lid = self._prepare(
-            np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-        )
+        n, nlit, cps, _cs, ls, le, _lid = self._prepare(utf8_array(text))
         fl = np.zeros(n, np.uint16)  # no NFC: class bits unused by the cut rule
         return _cpu._all_cuts(n, cps, fl, self._class_of, self._stable, False, ls, le, nlit)
 
@@ -309,11 +307,10 @@ class SentencePieceEngine:
         are *isolated*: no literal ends at one, so every part but the first starts inside
         a segment and gets no "▁" of its own.  Nothing but the final join is serial.
         """
-        check_text(text)
+        u8 = utf8_array(text)
         threads = threads or self.threads
         if len(text) < min_chars or threads <= 1:
-            return self.encode(text)
-        u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+            return self._encode_validated(u8)
         # chunks of at most half the workspace budget, taken in turn by the threads
         parts = max(_cpu.chunk_count(u8.size, threads), -(-u8.size // (self.workspace_bytes // 2)))
         return self._encode_chunks(u8, parts, threads)

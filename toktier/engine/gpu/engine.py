@@ -21,7 +21,7 @@ import numpy as np
 from numba import cuda
 
 from ...families import stability
-from ...textcheck import check_text
+from ...textcheck import check_text, utf8_array
 from .. import cpu
 from .. import rules as _rules
 from ..tables import EngineUnsupported
@@ -400,8 +400,7 @@ class GpuEngine:
     # --- single request -------------------------------------------------------------------
     def _single(self, text: str, info: dict):
         """Run one text; returns (meta, ws) or None when the text was empty."""
-        check_text(text)
-        u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        u8 = utf8_array(text)
         if not u8.size:
             return None
         ws = self._workspace(u8.size)
@@ -498,8 +497,7 @@ class GpuEngine:
     def certified_cuts(self, text: str) -> np.ndarray:
         """Every position the device predicate cuts ``text`` at (literal edges included)."""
         with self._request("cuts") as info:
-            check_text(text)
-            u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+            u8 = utf8_array(text)
             if not u8.size:
                 return np.zeros(0, dtype=np.int64)
             ws = self._workspace(u8.size)
