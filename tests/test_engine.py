@@ -37,6 +37,9 @@ def _assert_exact(eng, text, parallel=False):
     assert ids.dtype == np.uint32 and starts.dtype == np.int64
     assert ids.tolist() == ref.ids
     assert list(zip(starts.tolist(), ends.tolist(), strict=True)) == ref.offsets
+    # the ids-only path (no span lifting) on the same text
+    alone = eng.encode_ids(text, threads=2 if parallel else 1)
+    assert alone.dtype == np.uint32 and alone.tolist() == ref.ids
 
 
 def _assert_split(eng, text):
@@ -100,7 +103,9 @@ def test_a_text_beyond_the_workspace_budget_goes_in_parts(trajectory_archive):
         eng = CpuEngine(toktier.load(name), workspace_bytes=1 << 14)
         calls = []
         inner = eng._encode_u8
-        eng._encode_u8 = lambda u8, inner=inner, calls=calls: calls.append(u8.size) or inner(u8)
+        eng._encode_u8 = lambda u8, spans=True, inner=inner, calls=calls: (
+            calls.append(u8.size) or inner(u8, spans)
+        )
         _assert_exact(eng, text)
         assert len(calls) >= 8 and max(calls) <= 4 * (1 << 14), (name, len(calls), max(calls))
         calls.clear()
@@ -275,10 +280,11 @@ def test_tokenizer_encode_uses_the_engine():
 
 
 def test_bad_input(engine):
-    with pytest.raises(InvalidTextError, match="lone surrogate"):
-        engine.encode("ok \ud800 no")
-    with pytest.raises(TypeError):
-        engine.encode(b"bytes")
+    for fn in (engine.encode, engine.encode_full, engine.encode_ids):
+        with pytest.raises(InvalidTextError, match="lone surrogate"):
+            fn("ok \ud800 no")
+        with pytest.raises(TypeError):
+            fn(b"bytes")
 
 
 def test_compiled_code_cache_is_keyed_by_source(tmp_path, monkeypatch):

@@ -152,7 +152,7 @@ class Tokenizer:
         eng = self.engine
         if eng is None:
             return np.asarray(self.reference(text), dtype=np.uint32)
-        return eng.encode_full(check_text(text))[0]
+        return eng.encode_ids(text)  # validates the text
 
     @property
     def engine(self):

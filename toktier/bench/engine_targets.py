@@ -78,7 +78,7 @@ def run(tok, sizes, samples: int, *, kinds=KINDS, progress: bool = True) -> list
                 row = {"tokenizer": tok.name, "text": kind, "chars": chars, "method": name,
                        "sample": i, "ms": time_ms(fn)}  # fmt: skip
                 if name.startswith("toktier"):
-                    checks.append((row, np.asarray(fn()[0]).tolist()))
+                    checks.append((row, np.asarray(fn()).tolist()))
                 rows.append(row)
             ref = tok.hf.encode(text, add_special_tokens=False).ids  # after the clocks
             for row, ids in checks:

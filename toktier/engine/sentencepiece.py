@@ -281,6 +281,10 @@ class SentencePieceEngine:
         return self._encode_kernel(u8, prepend0, *self._trie_args, self.sp, self.bpe,
                                    self._cache(), self._workspace(u8.size))  # fmt: skip
 
+    def encode_ids(self, text: str, threads: int | None = None) -> np.ndarray:
+        """The exact IDs alone, on the full path (as ``CpuEngine.encode_ids``)."""
+        return self.encode_parallel(text, threads)[0]
+
     def encode_full(self, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self.encode_parallel(text)
 

@@ -418,6 +418,10 @@ class WordPieceEngine:
         check_text(text)
         return self._encode(text, threads=1)
 
+    def encode_ids(self, text: str, threads: int | None = None) -> np.ndarray:
+        """The exact IDs alone, on the full path (as ``CpuEngine.encode_ids``)."""
+        return self.encode_parallel(text, threads)[0]
+
     def encode_full(self, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self.encode_parallel(text)
 

@@ -45,7 +45,7 @@ def k_encode_ranges(lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le,
             lit0 += 1
         n = encode_range(lo[k], hi[k], cps, fl, fold, family, u8, char_start, ls, le, lid, lit0,
                          nlit, bt, ends[k], sym[k], rank[k], nxt[k], prv[k], heap[k], cache[k],
-                         lcache[k], out_ids, out_s, out_e, base[k])  # fmt: skip
+                         lcache[k], out_ids, out_s, out_e, base[k], True)  # fmt: skip
         counts[k] = n - base[k]
 
 
