@@ -239,10 +239,7 @@ class Certifier:
             alone = self.engine.encode_ids(text, threads=2 if parallel else 1)
             if not np.array_equal(alone, ref_ids):
                 r.ids_only_divergences += 1
-                k = _first_difference(alone, ref_ids)
-                self._example("ids-only", text, token=k,
-                              engine=alone[max(0, k - 3) : k + 3].tolist(),
-                              reference=ref_ids[max(0, k - 3) : k + 3].tolist())  # fmt: skip
+                self._id_example("ids-only", text, alone, ref_ids)
         if ok:
             return True
         kind = "parts" if parts else "parallel" if parallel else "ids"
@@ -252,11 +249,15 @@ class Certifier:
             r.parallel_divergences += 1
         else:
             r.id_divergences += 1
+        self._id_example(kind, text, ids, ref_ids)
+        return False
+
+    def _id_example(self, kind: str, text: str, ids, ref_ids) -> None:
+        """Record the IDs around the first token where the engine and the reference differ."""
         k = _first_difference(ids, ref_ids)
         self._example(kind, text, token=k,
                       engine=ids[max(0, k - 3) : k + 3].tolist(),
                       reference=ref_ids[max(0, k - 3) : k + 3].tolist())  # fmt: skip
-        return False
 
     def _parts_engine(self):
         if self._small is None:

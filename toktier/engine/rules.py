@@ -1049,10 +1049,7 @@ def make(jit, prefetch_row=None, atomics=None):
                                     out_ids[n] = (w >> (32 * (k2 & 1))) & 0xFFFFFFFF
                                     if spans:
                                         last = b + ((hdr >> (28 + 4 * k2)) & 0xF)
-                                        while char_start[ci + 1] <= b:
-                                            ci += 1
-                                        while char_start[cj + 1] <= last:
-                                            cj += 1
+                                        ci, cj = token_chars(char_start, b, last, ci, cj)
                                         out_s[n] = ci
                                         out_e[n] = cj + 1
                                         b = last + 1
@@ -1075,10 +1072,7 @@ def make(jit, prefetch_row=None, atomics=None):
                                 if spans:
                                     w = load_relaxed(lcache, slot, 1 + LONG_WORDS + k2 // 7)
                                     last = b + ((w >> (8 * (k2 % 7))) & 0xFF) - 1
-                                    while char_start[ci + 1] <= b:
-                                        ci += 1
-                                    while char_start[cj + 1] <= last:
-                                        cj += 1
+                                    ci, cj = token_chars(char_start, b, last, ci, cj)
                                     out_s[n] = ci
                                     out_e[n] = cj + 1
                                     b = last + 1
@@ -1193,7 +1187,7 @@ def make(jit, prefetch_row=None, atomics=None):
         The span is ``[ci, cj + 1)``: a token that cuts a character (byte-level BPE)
         gets the whole character, and so does its neighbour.  Callers walk a piece's
         tokens in order, so each search continues where the previous token's ended
-        (``emit_piece``; the GPU's ``k_output``).
+        (``emit_piece``, the piece-cache hits of ``encode_range``; the GPU's ``k_output``).
         """
         while char_start[ci + 1] <= b:
             ci += 1
