@@ -406,6 +406,26 @@ class SessionStore:
                     self._drop(victim)
                     self.evicted += 1
 
+    def refresh(self, state: SessionState) -> None:
+        """A live session changed in place (a repair): settle its byte count, mark it used.
+
+        ``get`` has just swept and moved it to the back, so this is ``put`` without the
+        re-insert and the second sweep; a session dropped in between (closed or evicted
+        by another thread), or one that pushed the total past the cap, goes through ``put``.
+        """
+        size = state.nbytes
+        with self._lock:
+            key = state.session
+            old = self._bytes.get(key)
+            done = old is not None and self._sessions.get(key) is state
+            if done:
+                self._total += size - old
+                self._bytes[key] = size
+                self._touched[key] = self._clock()
+                done = self.max_bytes is None or self._total <= self.max_bytes
+        if not done:
+            self.put(state)
+
     def close(self, session: str) -> bool:
         """Free a session now.  Returns whether it was live."""
         with self._lock:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 
 import numpy as np
 
@@ -253,8 +254,9 @@ class Tier:
         # Striped locks: one session always maps to the same lock (its requests are
         # serialized), memory stays bounded however many session ids come and go.
         self._stripes = tuple(threading.Lock() for _ in range(_LOCK_STRIPES))
-        self._counts: dict[str, int] = {}
+        self._counts: Counter[str] = Counter()
         self._counts_guard = threading.Lock()
+        self._sha256 = self.tokenizer.sha256
 
     # --- public API --------------------------------------------------------------------
     def encode(self, text: str, session: str | None = None) -> Result:
@@ -305,13 +307,15 @@ class Tier:
 
     def append(self, session: str, delta: str) -> Result:
         check_text(delta, "delta")
-        self._check_session_id(session)
-        with self._lock(session):
+        if type(session) is not str or not session:
+            self._check_session_id(session)
+        with self._stripes[hash(session) % _LOCK_STRIPES]:
             state = self.store.get(session)
             if state is None:
                 raise UnknownSessionError(session)
-            self._check_binding(state)
-            if self._release_quarantine(session):
+            if state.tokenizer_sha256 != self._sha256:
+                self._check_binding(state)
+            if self._quarantined and self._release_quarantine(session):
                 return self._seed(
                     session, state.text() + delta, "session quarantined by the shadow verifier"
                 )
@@ -454,19 +458,23 @@ class Tier:
         return True
 
     def _repair(self, state, session, old_len, new_len, prefix, suffix, source, delta) -> Result:
-        """Repair a live session (``delta`` given for an append, None for an edit)."""
+        """Repair a live session (``delta`` given for an append, None for an edit).
+
+        The request path of every hit: a few attribute reads around one compiled call
+        (``engine.splice.Planner``); nothing here is O(context).
+        """
         if isinstance(source, str):
             source = _PlainText(source)
         if new_len >= 2**31 - 1:
             raise OverflowError("session text exceeds 2**31 characters")
-        kind = "appends" if delta is not None else "edits"
-        text = source.text if isinstance(source, _PlainText) else None
+        text = source.text if type(source) is _PlainText else None
         shift = new_len - old_len
-        if self._planner is not None:
+        planner = self._planner
+        if planner is not None:
             # The new text's chunks are prepared first: once the compiled call has written
             # the splice, publishing it is assignments only (no half-updated session).
             text_state = state.next_text(appended=delta if text is None else None, text=text)
-            plan = self._planner.plan(
+            plan = planner.plan(
                 state, old_len, new_len, prefix, suffix, source.window,
                 window=self.window, max_widenings=self.max_widenings,
                 apply_now=not state.readers(),
@@ -479,12 +487,13 @@ class Tier:
                 cut=self.cut_splice,
             )  # fmt: skip
             ok, widenings, reason = attempt.splice is not None, attempt.widenings, attempt.reason
+        kind = "appends" if delta is not None else "edits"
         if not ok:
             self._count("requests", "hits", kind, "fallbacks", widenings=widenings)
             return self._seed(
                 session, source.full(), f"repair fallback: {reason}", count=False, previous=state
             )
-        if self._planner is not None:
+        if planner is not None:
             if plan.applied:
                 state.publish(plan.new_n, shift, text_state)
             else:
@@ -494,7 +503,7 @@ class Tier:
             keep, window_chars, boundaries = self._commit_python(
                 state, attempt, delta, text, source, shift
             )
-        self.store.put(state)
+        self.store.refresh(state)
         self._count("requests", "hits", kind, "first_window" if widenings == 0 else "widened",
                     widenings=widenings)  # fmt: skip
         new_ids = state.ids[keep : state.n].copy()
@@ -558,8 +567,9 @@ class Tier:
             None, path, reason, session, widenings, window_chars, boundaries,
             keep=keep, new_ids=new_ids, snapshot=state.snapshot(),
         )  # fmt: skip
-        # The verifier, if it samples this one, assembles the IDs in its own thread.
-        self._offer(lambda: result.ids, state.text_parts, path, session)
+        if self.verifier is not None:
+            # The verifier, if it samples this one, assembles the IDs in its own thread.
+            self._offer(lambda: result.ids, state.text_parts, path, session)
         return result
 
     def _check_binding(self, state: SessionState) -> None:
@@ -579,12 +589,10 @@ class Tier:
         return self._stripes[hash(session) % len(self._stripes)]
 
     def _count(self, *keys: str, widenings: int = 0) -> None:
-        counts = self._counts
         with self._counts_guard:
-            for k in keys:
-                counts[k] = counts.get(k, 0) + 1
+            self._counts.update(keys)
             if widenings:
-                counts["widenings"] = counts.get("widenings", 0) + widenings
+                self._counts["widenings"] += widenings
 
 
 class _AppendText:

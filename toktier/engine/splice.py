@@ -33,6 +33,8 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
+from numba.core import types as _types
+from numba.experimental import structref
 
 from ..families.classes import NFC_UNSAFE
 from . import cpu
@@ -158,6 +160,36 @@ def new_workspace(capacity: int) -> Workspace:
         f_key=i64(),
         res=np.zeros(RES_SIZE, dtype=np.int64),
     )
+
+
+@structref.register
+class _WindowContextType(_types.StructRef):
+    def preprocess_fields(self, fields):
+        return tuple((name, _types.unliteral(t)) for name, t in fields)
+
+
+class WindowContext(structref.StructRefProxy):
+    """What one thread's ``plan_engine`` calls read besides the session: the engine's
+    tables, the certificate's, the piece caches and the thread's workspace, as one object.
+
+    Passed as named tuples, their ~50 arrays are unboxed one by one on every call
+    (several microseconds, a tenth of a small append); a structref is one pointer.
+    """
+
+    def __new__(cls, ea, ra, cache, lcache, wk):
+        return structref.StructRefProxy.__new__(cls, ea, ra, cache, lcache, wk)
+
+    @property
+    def wk(self) -> Workspace:
+        return _context_wk(self)
+
+
+structref.define_proxy(WindowContext, _WindowContextType, ["ea", "ra", "cache", "lcache", "wk"])
+
+
+@numba.njit(cache=True)
+def _context_wk(ctx):
+    return ctx.wk
 
 
 _jit = numba.njit(cache=True, nogil=True, _nrt=False)
@@ -441,10 +473,11 @@ def apply_if_free(apply_now, c_ids, c_s, c_e, n, f_ids, f_s, f_e, ws, shift, res
 
 # --- entry points ------------------------------------------------------------------------
 @numba.njit(cache=True, nogil=True)
-def plan_engine(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n, ea, ra, cache,
-                lcache, wk, apply_now, nfc_stable):  # fmt: skip
+def plan_engine(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n, ctx, apply_now,
+                nfc_stable):  # fmt: skip
     """Encode the window ``u8`` (UTF-8 of the new text's ``[ws, we)``) and plan the splice;
-    with ``apply_now``, also write it (``apply_if_free``).
+    with ``apply_now``, also write it (``apply_if_free``).  Returns the status
+    (``res[R_STATUS]`` of ``ctx.wk``, where the rest of the plan is).
 
     Status NEED_RECORDS when an NFC tokenizer meets an NFC-unsafe character in the text
     to encode (from the cut) and the caller has not vouched, with ``nfc_stable``, that
@@ -452,6 +485,7 @@ def plan_engine(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n
     (``Planner``: one normalizer call over the text's NFC stretches) and either calls
     again with ``nfc_stable`` or encodes the window itself and calls ``plan_records``.
     """
+    ea, ra, wk = ctx.ea, ctx.ra, ctx.wk
     nw = _prepare(u8, ea.bits, wk.cps, wk.char_start, wk.fl)
     cps = wk.cps
     cut_k = find_cut(ra, cps, nw, ws, prefix, c_s, c_e, n)
@@ -461,17 +495,18 @@ def plan_engine(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n
         for i in range(c0, nw):
             if wk.fl[i] & NFC_UNSAFE:
                 wk.res[R_STATUS] = NEED_RECORDS
-                return
+                return NEED_RECORDS
     nlit = _find_literals(cps, nw, ea.f1, ea.k1, ea.c1, ea.t1, ea.f2, ea.k2, ea.c2, ea.t2,
                           ea.has2, wk.ls, wk.le, wk.lid)  # fmt: skip
     lit0 = lower_bound(wk.ls, 0, nlit, c0)
     nf = encode_range(c0, nw, cps, wk.fl, ea.fold, ea.family, u8, wk.char_start, wk.ls, wk.le,
-                      wk.lid, lit0, nlit, ea.bpe, wk.ends, wk.sym, wk.rank, wk.nxt, wk.prv, wk.heap, cache, lcache, wk.f_ids, wk.f_s,
-                      wk.f_e, 0, True)  # fmt: skip
+                      wk.lid, lit0, nlit, ea.bpe, wk.ends, wk.sym, wk.rank, wk.nxt, wk.prv,
+                      wk.heap, ctx.cache, ctx.lcache, wk.f_ids, wk.f_s, wk.f_e, 0, True)  # fmt: skip
     plan_core(ra, cps, nw, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
               wk.f_ids, wk.f_s, wk.f_e, nf, wk, cut_k)  # fmt: skip
     apply_if_free(apply_now, c_ids, c_s, c_e, n, wk.f_ids, wk.f_s, wk.f_e, ws, new_len - old_len,
                   wk.res)  # fmt: skip
+    return wk.res[R_STATUS]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -649,6 +684,15 @@ class Planner:
             wk = self._local.wk = new_workspace(max(need, grow, 4096))
         return wk
 
+    def _context(self, need: int) -> tuple[WindowContext, Workspace]:
+        """This thread's ``plan_engine`` context, its workspace holding ``need`` bytes."""
+        wk = self._workspace(need)
+        local = self._local
+        if getattr(local, "ctx_wk", None) is not wk:
+            local.ctx = WindowContext(self.ea, self.ra, *self.engine._cache(), wk)
+            local.ctx_wk = wk
+        return local.ctx, wk
+
     def _nfc_stable_from_cut(self, wk: Workspace, nw: int, c_s, ws: int) -> bool:
         """Does the reference's NFC leave the window's text from the cut unchanged?
 
@@ -691,14 +735,12 @@ class Planner:
                 status = wk.res[R_STATUS]
                 fresh = (wk.f_ids, wk.f_s, wk.f_e)
             elif self.ea is not None:
-                wk = self._workspace(u8.size)
-                args = (u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
-                        self.ea, self.ra, *self.engine._cache(), wk, apply_now)  # fmt: skip
-                self._plan_engine(*args, False)
-                status = wk.res[R_STATUS]
+                ctx, wk = self._context(u8.size)
+                status = self._plan_engine(u8, ws, we, old_len, new_len, prefix, suffix, c_ids,
+                                           c_s, c_e, n, ctx, apply_now, False)  # fmt: skip
                 if status == NEED_RECORDS and self._nfc_stable_from_cut(wk, len(text), c_s, ws):
-                    self._plan_engine(*args, True)
-                    status = wk.res[R_STATUS]
+                    status = self._plan_engine(u8, ws, we, old_len, new_len, prefix, suffix,
+                                               c_ids, c_s, c_e, n, ctx, apply_now, True)  # fmt: skip
                 fresh = (wk.f_ids, wk.f_s, wk.f_e)
             if status == NEED_RECORDS:
                 cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
