@@ -99,3 +99,27 @@ def test_invalid_store_settings():
         SessionStore(ttl_s=0)
     with pytest.raises(ValueError):
         SessionStore(max_bytes=-1)
+
+
+def test_refresh_settles_bytes_and_falls_back_to_put():
+    """``refresh`` after an in-place change: the byte total follows the session, a session
+    closed meanwhile comes back (as ``put``), and growth past the cap still evicts."""
+    st = _state("a")
+    store = SessionStore(ttl_s=None, max_bytes=None)
+    store.put(st)
+    before = store.stats().bytes
+    st.commit_replace_tail(st.n, np.zeros(0, np.uint32), np.zeros(0), np.zeros(0), "x" * 5000)
+    store.refresh(st)
+    assert store.stats().bytes == st.nbytes > before
+    store.close("a")
+    store.refresh(st)  # dropped in between: re-inserted, counted once
+    assert store.get("a") is st and store.stats().bytes == st.nbytes
+    b = _state("b")
+    capped = SessionStore(ttl_s=None, max_bytes=b.nbytes + st.nbytes + 100)
+    capped.put(b)
+    capped.put(st)
+    assert len(capped) == 2
+    st.commit_replace_tail(st.n, np.zeros(0, np.uint32), np.zeros(0), np.zeros(0), "y" * 5000)
+    capped.refresh(st)  # grew past the cap: the least recently used other session goes
+    assert capped.get("b") is None and capped.get("a") is st
+    assert capped.stats().bytes == st.nbytes and capped.stats().evicted == 1
