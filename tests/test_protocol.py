@@ -8,6 +8,7 @@ of probing attributes, so a wrong object fails at construction, not mid-request.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import toktier
@@ -35,6 +36,9 @@ class _Serial:
         return self._ref.encode(text)
 
     encode_full = encode
+
+    def encode_ids(self, text):
+        return self._ref.encode_ids(text)
 
     def warmup(self):
         return 0.0
@@ -74,3 +78,31 @@ def test_tier_serves_through_any_engine_of_the_protocol(tok):
     text = "Protocol engines serve misses exactly. " * 3
     r = tier.encode(text, session="s")
     assert r.ids.tolist() == tok.reference(text)
+
+
+def test_stateless_requests_take_the_ids_only_path(tok):
+    """A request without a session asks the routed engine for the IDs alone
+    (``encode_ids``), never for spans it would throw away; the IDs stay exact."""
+
+    class _Counting(_Serial):
+        def __init__(self, tok):
+            super().__init__(tok)
+            self.calls = []
+
+        def encode_full(self, text):
+            self.calls.append("encode_full")
+            return super().encode_full(text)
+
+        def encode_ids(self, text):
+            self.calls.append("encode_ids")
+            return super().encode_ids(text)
+
+    eng = _Counting(tok)
+    tier = Tier(tok, engine=eng, gpu=None, verify_rate=0, delta_aware=False)
+    text = "Stateless requests need no spans. é 中文 " * 4
+    eng.calls.clear()
+    r = tier.encode(text)
+    assert eng.calls == ["encode_ids"] and r.ids.dtype == np.uint32
+    assert r.ids.tolist() == tok.reference(text) and not r.ids.flags.writeable
+    for e in (ReferenceEngine(tok), engine_for(tok)):
+        assert e.encode_ids(text).tolist() == tok.reference(text)

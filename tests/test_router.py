@@ -26,6 +26,9 @@ class FakeGpu:
 
     encode = encode_full
 
+    def encode_ids(self, text):
+        return self.encode_full(text)[0]
+
     def warmup(self):
         return 0.0
 

@@ -123,7 +123,7 @@ def _check_options(window, max_widenings, ttl_s, max_bytes, repair_impl, gpu, gp
     ):
         raise TypeError(
             f"gpu must be 'auto', None (no GPU) or a GPU engine such as GpuEngine(tokenizer) "
-            f"(engine.protocol.OffloadEngine: name, encode, encode_full, warmup, busy), got {gpu!r}"
+            f"(engine.protocol.OffloadEngine: name, encode, encode_full, encode_ids, warmup, busy), got {gpu!r}"
         )
     if gpu_min_chars is not None and (not _is_int(gpu_min_chars) or gpu_min_chars < 0):
         raise (ValueError if _is_int(gpu_min_chars) else TypeError)(
@@ -204,7 +204,7 @@ class Tier:
         if engine is not None and not isinstance(engine, Engine):
             raise TypeError(
                 "engine must be an exact engine (engine.protocol.Engine: name, encode, "
-                f"encode_full, warmup), got {engine!r}"
+                f"encode_full, encode_ids, warmup), got {engine!r}"
             )
         self.tokenizer = tokenizer if isinstance(tokenizer, Tokenizer) else load(tokenizer)
         # The window engine (repair) and the full path: the certified numba engine where the
@@ -266,7 +266,7 @@ class Tier:
         if session is None:
             check_text(text)
             route = self.router.miss(len(text), supported=self._supported)
-            ids, _, _ = self._full(route, text)
+            ids = self._full(route, text, ids_only=True)
             ids.flags.writeable = False
             self._count("requests", "full", "stateless")
             self._offer(ids, lambda: text, route.name, None)
@@ -427,12 +427,13 @@ class Tier:
             state, session, old_len, old_len + len(delta), old_len, 0, source, delta
         )
 
-    def _full(self, route: Route, text: str):
+    def _full(self, route: Route, text: str, ids_only: bool = False):
+        """(ids, starts, ends) on the route's full path; the IDs alone with ``ids_only``."""
         engine = self.router.engine(route)
         self._count(f"route_{route.name}")
         if route.reason.startswith("GPU busy"):
             self._count("spills")
-        return engine.encode_full(text)
+        return engine.encode_ids(text) if ids_only else engine.encode_full(text)
 
     def _offer(self, ids, text, path, session) -> None:
         """``ids``: a read-only array, or a callable returning one (resolved if sampled)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
+import numpy as np
 import pytest
 
 import toktier
@@ -131,3 +132,7 @@ def test_the_gpu_engine_has_the_engine_interfaces(engine):
     eng = engine("llama3")
     assert isinstance(eng, Engine) and isinstance(eng, OffloadEngine)
     assert isinstance(eng._cpu, Engine) and not isinstance(eng._cpu, OffloadEngine)
+    text = "The IDs alone, from the device path: é 中文 12345 " * 3
+    ids = eng.encode_ids(text)
+    assert ids.dtype == np.uint32 and ids.tolist() == eng.encode(text)[0].tolist()
+    assert ids.tolist() == eng.tokenizer.reference(text)

@@ -8,6 +8,8 @@
   character span in ``text`` (single thread: the window engine of repair);
 - ``encode_full(text)``: the same result on the full path (may use every core,
   or the device);
+- ``encode_ids(text) -> ids uint32``: the IDs alone on the full path, for callers that
+  need no spans (``Tier``'s stateless requests); an engine may skip span work here;
 - ``warmup() -> float``: compile or load everything outside request latency,
   returning the seconds it took (0.0 when there is nothing to do).
 
@@ -35,6 +37,8 @@ class Engine(Protocol):
     def encode(self, text: str) -> Encoding: ...
 
     def encode_full(self, text: str) -> Encoding: ...
+
+    def encode_ids(self, text: str) -> np.ndarray: ...
 
     def warmup(self) -> float: ...
 

@@ -25,5 +25,9 @@ class ReferenceEngine:
 
     encode_full = encode  # the reference is serial: same call for windows and full texts
 
+    def encode_ids(self, text: str) -> np.ndarray:
+        """The IDs alone (no offsets converted)."""
+        return np.asarray(self._hf.encode(text, add_special_tokens=False).ids, dtype=np.uint32)
+
     def warmup(self) -> float:
         return 0.0
