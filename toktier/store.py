@@ -371,7 +371,8 @@ class SessionStore:
         """The live state, or None (unknown, expired or evicted)."""
         with self._lock:
             now = self._clock()
-            self._sweep(now, _SWEEP_PER_CALL)
+            if self._sessions and self.ttl_s is not None:
+                self._sweep(now, _SWEEP_PER_CALL)
             st = self._sessions.get(session)
             if st is None:
                 return None

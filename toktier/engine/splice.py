@@ -686,12 +686,22 @@ class Planner:
 
     def _context(self, need: int) -> tuple[WindowContext, Workspace]:
         """This thread's ``plan_engine`` context, its workspace holding ``need`` bytes."""
-        wk = self._workspace(need)
         local = self._local
-        if getattr(local, "ctx_wk", None) is not wk:
+        wk = getattr(local, "ctx_wk", None)
+        if wk is None or wk.cps.size <= need or local.wk is not wk:
+            wk = local.ctx_wk = self._workspace(need)
             local.ctx = WindowContext(self.ea, self.ra, *self.engine._cache(), wk)
-            local.ctx_wk = wk
         return local.ctx, wk
+
+    def _call_plan_engine(self, args: tuple, nfc_stable: bool) -> int:
+        """``plan_engine`` through its compiled entry point once bound (no dispatcher frame)."""
+        entry = self._plan_engine._entry
+        if entry is not None:
+            try:
+                return entry(*args, nfc_stable)
+            except TypeError:  # an argument of another type: the dispatcher decides
+                pass
+        return self._plan_engine(*args, nfc_stable)
 
     def _nfc_stable_from_cut(self, wk: Workspace, nw: int, c_s, ws: int) -> bool:
         """Does the reference's NFC leave the window's text from the cut unchanged?
@@ -736,11 +746,11 @@ class Planner:
                 fresh = (wk.f_ids, wk.f_s, wk.f_e)
             elif self.ea is not None:
                 ctx, wk = self._context(u8.size)
-                status = self._plan_engine(u8, ws, we, old_len, new_len, prefix, suffix, c_ids,
-                                           c_s, c_e, n, ctx, apply_now, False)  # fmt: skip
+                args = (u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n, ctx,
+                        apply_now)  # fmt: skip
+                status = self._call_plan_engine(args, False)
                 if status == NEED_RECORDS and self._nfc_stable_from_cut(wk, len(text), c_s, ws):
-                    status = self._plan_engine(u8, ws, we, old_len, new_len, prefix, suffix,
-                                               c_ids, c_s, c_e, n, ctx, apply_now, True)  # fmt: skip
+                    status = self._call_plan_engine(args, True)
                 fresh = (wk.f_ids, wk.f_s, wk.f_e)
             if status == NEED_RECORDS:
                 cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
