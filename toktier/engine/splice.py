@@ -179,17 +179,8 @@ class WindowContext(structref.StructRefProxy):
     def __new__(cls, ea, ra, cache, lcache, wk):
         return structref.StructRefProxy.__new__(cls, ea, ra, cache, lcache, wk)
 
-    @property
-    def wk(self) -> Workspace:
-        return _context_wk(self)
-
 
 structref.define_proxy(WindowContext, _WindowContextType, ["ea", "ra", "cache", "lcache", "wk"])
-
-
-@numba.njit(cache=True)
-def _context_wk(ctx):
-    return ctx.wk
 
 
 _jit = numba.njit(cache=True, nogil=True, _nrt=False)
