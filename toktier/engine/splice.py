@@ -684,16 +684,6 @@ class Planner:
             local.ctx = WindowContext(self.ea, self.ra, *self.engine._cache(), wk)
         return local.ctx, wk
 
-    def _call_plan_engine(self, args: tuple, nfc_stable: bool) -> int:
-        """``plan_engine`` through its compiled entry point once bound (no dispatcher frame)."""
-        entry = self._plan_engine._entry
-        if entry is not None:
-            try:
-                return entry(*args, nfc_stable)
-            except TypeError:  # an argument of another type: the dispatcher decides
-                pass
-        return self._plan_engine(*args, nfc_stable)
-
     def _nfc_stable_from_cut(self, wk: Workspace, nw: int, c_s, ws: int) -> bool:
         """Does the reference's NFC leave the window's text from the cut unchanged?
 
@@ -739,9 +729,9 @@ class Planner:
                 ctx, wk = self._context(u8.size)
                 args = (u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n, ctx,
                         apply_now)  # fmt: skip
-                status = self._call_plan_engine(args, False)
+                status = self._plan_engine(*args, False)
                 if status == NEED_RECORDS and self._nfc_stable_from_cut(wk, len(text), c_s, ws):
-                    status = self._call_plan_engine(args, True)
+                    status = self._plan_engine(*args, True)
                 fresh = (wk.f_ids, wk.f_s, wk.f_e)
             if status == NEED_RECORDS:
                 cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
