@@ -328,6 +328,52 @@ def test_nfc_unsafe_appends_take_the_engine_when_nfc_leaves_them_alone(name, mon
         assert answers and answers[-1] is stable, delta
 
 
+@pytest.mark.parametrize("name", ["llama3", "qwen3"])
+def test_first_window_appends_take_one_compiled_call(name, monkeypatch):
+    """An append (or a full-text continuation) that splices in its first window is served by
+    ``Planner.first_window`` alone, without ``plan``'s loop; one that needs a widening or
+    records encoded outside (a decomposed accent under NFC) falls through to ``plan``.
+    Either way the answer is the Python plan's and the reference's."""
+    tok = toktier.load(name)
+    pair = tuple(
+        Tier(tok, repair_impl=impl, verify_rate=0, delta_aware=False)
+        for impl in ("compiled", "python")
+    )
+    calls = []
+    for method in ("first_window", "plan"):
+        original = getattr(splice.Planner, method)
+
+        def spy(self, *a, _original=original, _name=method, **kw):
+            calls.append(_name)
+            return _original(self, *a, **kw)
+
+        monkeypatch.setattr(splice.Planner, method, spy)
+    text = PROSE + "x" * 64
+    for t in pair:
+        t.encode(text, session="f")
+    steps = [
+        ("window 40", "1234567", ["first_window", "plan"]),  # inside a letter run: widen
+        ("append", " and one more line", ["first_window"]),
+        ("encode", " the front end resends it all", ["first_window"]),
+        ("append", " 1234567", ["first_window"]),
+    ]
+    if tok.hf.normalizer is not None:  # NFC composes e + U+0301: records encoded outside
+        steps.append(("append", " cafe\u0301 ok", ["first_window", "plan"]))
+    for kind, delta, want in steps:
+        text += delta
+        for t in pair:
+            t.window = 40 if kind == "window 40" else repair.default_window(tok)
+        calls.clear()
+        if kind == "encode":
+            got = [t.encode(text, session="f") for t in pair]
+        else:
+            got = [t.append("f", delta) for t in pair]
+        _same_result(*got, text, tok)
+        assert calls == want, (kind, delta, got[0].reason)
+        assert (got[0].widenings > 0) == (kind == "window 40")
+    assert pair[0].stats()["fallbacks"] == 0
+
+
 def test_cut_never_lands_inside_a_literal():
     """The old text ends in half an added-token literal: the cut stays before it."""
     tok = toktier.load("llama3")

@@ -120,6 +120,8 @@ class SessionState:
         """The last ``n`` characters, touching only the chunks that hold them."""
         if n <= 0:
             return ""
+        if self._chunks and len(self._chunks[-1]) >= n:  # the common case: one slice
+            return self._chunks[-1][-n:]
         parts, need = [], n
         for chunk in reversed(self._chunks):
             if need <= 0:

@@ -422,10 +422,50 @@ class Tier:
             self._count("requests", "hits", "appends", "delta_full")
             text = full_text if full_text is not None else state.text() + delta
             return self._seed(session, text, route.reason, count=False, route=route, previous=state)
+        new_len = old_len + len(delta)
+        if self._planner is not None and new_len < 2**31 - 1:
+            result = self._first_window(state, session, delta, full_text, old_len, new_len)
+            if result is not None:
+                return result
         source = _PlainText(full_text) if full_text is not None else _AppendText(state, delta)
-        return self._repair(
-            state, session, old_len, old_len + len(delta), old_len, 0, source, delta
+        return self._repair(state, session, old_len, new_len, old_len, 0, source, delta)
+
+    def _first_window(self, state, session, delta, full_text, old_len, new_len) -> Result | None:
+        """The common append, flat: one compiled call finds and (usually) writes the splice.
+
+        None when the first window gives no certified splice here (no compiled engine, a
+        window whose records must be encoded outside, a widening): nothing changed then,
+        and ``_repair`` runs the whole protocol.
+        """
+        ws = old_len - self.window if old_len > self.window else 0
+        if full_text is None:
+            window_text = state.tail(old_len - ws) + delta
+            text_state = state.next_text(appended=delta)
+        else:
+            window_text = full_text[ws:]
+            text_state = state.next_text(text=full_text)
+        plan = self._planner.first_window(
+            state, window_text, ws, new_len, apply_now=not state.readers()
         )
+        if plan is None:
+            return None
+        return self._commit_plan(state, session, plan, new_len - old_len, text_state, "appends")
+
+    def _commit_plan(self, state, session, plan, shift, text_state, kind) -> Result:
+        """Publish a certified compiled splice (written already, or written now) and answer."""
+        if plan.applied:
+            state.publish(plan.new_n, shift, text_state)
+        else:
+            state.commit_splice(plan, shift, text_state=text_state)
+        self.store.refresh(state)
+        widenings = plan.widenings
+        self._count("requests", "hits", kind, "widened" if widenings else "first_window",
+                    widenings=widenings)  # fmt: skip
+        keep = plan.keep
+        new_ids = state.ids[keep : state.n].copy()
+        new_ids.flags.writeable = False
+        return self._snapshot_result(state, "repair", plan.reason, session, widenings,
+                                     plan.window_chars, plan.boundaries, keep, new_ids)  # fmt: skip
 
     def _full(self, route: Route, text: str, ids_only: bool = False):
         """(ids, starts, ends) on the route's full path; the IDs alone with ``ids_only``."""
@@ -495,15 +535,10 @@ class Tier:
                 session, source.full(), f"repair fallback: {reason}", count=False, previous=state
             )
         if planner is not None:
-            if plan.applied:
-                state.publish(plan.new_n, shift, text_state)
-            else:
-                state.commit_splice(plan, shift, text_state=text_state)
-            keep, window_chars, boundaries = plan.keep, plan.window_chars, plan.boundaries
-        else:
-            keep, window_chars, boundaries = self._commit_python(
-                state, attempt, delta, text, source, shift
-            )
+            return self._commit_plan(state, session, plan, shift, text_state, kind)
+        keep, window_chars, boundaries = self._commit_python(
+            state, attempt, delta, text, source, shift
+        )
         self.store.refresh(state)
         self._count("requests", "hits", kind, "first_window" if widenings == 0 else "widened",
                     widenings=widenings)  # fmt: skip
@@ -590,10 +625,12 @@ class Tier:
         return self._stripes[hash(session) % len(self._stripes)]
 
     def _count(self, *keys: str, widenings: int = 0) -> None:
+        counts = self._counts
         with self._counts_guard:
-            self._counts.update(keys)
+            for key in keys:
+                counts[key] += 1
             if widenings:
-                self._counts["widenings"] += widenings
+                counts["widenings"] += widenings
 
 
 class _AppendText:

@@ -602,34 +602,23 @@ def repair_args(tok, rules) -> RepairArgs:
 class Planned:
     """One compiled repair call's outcome: a certified splice (``ok``) or why there is none.
 
-    ``res`` is the plan's result slots as Python ints; ``fresh`` the fresh records
-    (window coordinates, in this thread's workspace until its next plan).
+    ``res`` is the plan's result slots as Python ints, and ``keep`` (leading IDs the new
+    sequence shares with the old one), ``new_n`` (records after the splice), ``applied``
+    (already written into the session arrays: ``apply_now``) and ``boundaries`` (the
+    certified splice points, characters) are read off it once, as plain attributes;
+    ``fresh`` the fresh records (window coordinates, in this thread's workspace until its
+    next plan).
     """
 
-    __slots__ = ("_apply", "fresh", "ok", "reason", "res", "widenings", "window_chars", "ws")
+    __slots__ = ("_apply", "applied", "boundaries", "fresh", "keep", "new_n", "ok", "reason",
+                 "res", "widenings", "window_chars", "ws")  # fmt: skip
 
     def __init__(self, ok, res, widenings, reason, window_chars, ws, fresh, apply_fn):
         self.ok, self.res, self.widenings, self.reason = ok, res, widenings, reason
         self.window_chars, self.ws, self.fresh, self._apply = window_chars, ws, fresh, apply_fn
-
-    @property
-    def keep(self) -> int:
-        """Leading IDs the new sequence shares with the old one."""
-        return self.res[R_KEEP]
-
-    @property
-    def new_n(self) -> int:
-        return self.res[R_NEW_N]
-
-    @property
-    def applied(self) -> bool:
-        """Was the splice already written into the session arrays (``apply_now``)?"""
-        return self.res[R_APPLIED] == 1
-
-    @property
-    def boundaries(self) -> tuple[int | None, int | None]:
-        b_left, b_right = self.res[R_B_LEFT], self.res[R_B_RIGHT]
-        return (b_left if b_left >= 0 else None, b_right if b_right >= 0 else None)
+        self.keep, self.new_n, self.applied = res[R_KEEP], res[R_NEW_N], res[R_APPLIED] == 1
+        b_left, b_right = res[R_B_LEFT], res[R_B_RIGHT]
+        self.boundaries = (b_left if b_left >= 0 else None, b_right if b_right >= 0 else None)
 
     def apply(self, ids, starts, ends, n: int, shift: int) -> int:
         """Write the splice into arrays of capacity >= ``new_n``; returns the new count."""
@@ -698,6 +687,46 @@ class Planner:
         normalize = self.engine.tokenizer.hf.normalizer.normalize_str
         return cpu.nfc_unchanged(normalize, wk.cps[c0:nw], wk.fl[c0:nw])
 
+    def _engine_status(self, u8, nchars, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s,
+                       c_e, n, apply_now):  # fmt: skip
+        """``plan_engine`` over the window's UTF-8 ``u8`` (``nchars`` characters): its status,
+        the workspace holding the result slots and fresh records.
+
+        A window the engine may not encode alone (NFC-unsafe characters) is checked with
+        one normalizer call (``_nfc_stable_from_cut``) and encoded all the same if NFC
+        leaves it unchanged; NEED_RECORDS means the caller encodes it outside.
+        """
+        ctx, wk = self._context(u8.size)
+        args = (u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n, ctx, apply_now)
+        status = self._plan_engine(*args, False)
+        if status == NEED_RECORDS and self._nfc_stable_from_cut(wk, nchars, c_s, ws):
+            status = self._plan_engine(*args, True)
+        return status, wk
+
+    def first_window(self, state, window_text: str, ws: int, new_len: int, *,
+                     apply_now: bool) -> Planned | None:  # fmt: skip
+        """An append's first window in one compiled call: ``plan`` without its loop.
+
+        ``window_text`` is the new text from ``ws`` to its end (``ws`` = the old length
+        minus the window, or 0).  Returns the certified splice, or None when this tokenizer
+        has no compiled engine or the window needs records encoded outside or a wider
+        window; nothing was written then, and the caller runs ``plan``.
+        """
+        if self.ea is None:
+            return None
+        old_len = state.text_length
+        u8 = np.frombuffer(window_text.encode("utf-8"), dtype=np.uint8)
+        status, wk = self._engine_status(
+            u8, len(window_text), ws, new_len, old_len, new_len, old_len, 0,
+            state.ids, state.starts, state.ends, state.n, apply_now,
+        )  # fmt: skip
+        if status != OK:
+            return None
+        res = wk.res.tolist()
+        start = res[R_B_LEFT] if res[R_CUT] >= 0 else ws  # the cut: encoded from there
+        return Planned(True, res, 0, _ok_reason(ws, new_len, new_len, 0), new_len - start, ws,
+                       (wk.f_ids, wk.f_s, wk.f_e), self._apply)  # fmt: skip
+
     def plan(self, state, old_len, new_len, prefix, suffix, window_text, *, window,
              max_widenings, apply_now=False) -> Planned:  # fmt: skip
         """Find a certified splice for the new text (``repair.plan``'s loop).
@@ -726,12 +755,8 @@ class Planner:
                 status = wk.res[R_STATUS]
                 fresh = (wk.f_ids, wk.f_s, wk.f_e)
             elif self.ea is not None:
-                ctx, wk = self._context(u8.size)
-                args = (u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n, ctx,
-                        apply_now)  # fmt: skip
-                status = self._plan_engine(*args, False)
-                if status == NEED_RECORDS and self._nfc_stable_from_cut(wk, len(text), c_s, ws):
-                    status = self._plan_engine(*args, True)
+                status, wk = self._engine_status(u8, len(text), ws, we, old_len, new_len, prefix,
+                                                 suffix, c_ids, c_s, c_e, n, apply_now)  # fmt: skip
                 fresh = (wk.f_ids, wk.f_s, wk.f_e)
             if status == NEED_RECORDS:
                 cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
@@ -752,12 +777,7 @@ class Planner:
                 fresh = (f_ids, f_s, f_e)
             res = wk.res.tolist()
             if res[R_STATUS] == OK:
-                if ws == 0 and we == new_len:
-                    reason = "window covers the whole text"
-                elif widenings == 0:
-                    reason = "first-window splice"
-                else:
-                    reason = f"splice after {widenings} widening{'s' if widenings > 1 else ''}"
+                reason = _ok_reason(ws, we, new_len, widenings)
                 start = res[R_B_LEFT] if res[R_CUT] >= 0 else ws  # the cut: encoded from there
                 return Planned(True, res, widenings, reason, we - start, ws, fresh, self._apply)
             if res[R_WHY_KIND]:
@@ -770,3 +790,11 @@ class Planner:
                 wl *= 2
             else:
                 wr *= 2
+
+
+def _ok_reason(ws: int, we: int, new_len: int, widenings: int) -> str:
+    if ws == 0 and we == new_len:
+        return "window covers the whole text"
+    if widenings == 0:
+        return "first-window splice"
+    return f"splice after {widenings} widening{'s' if widenings > 1 else ''}"
