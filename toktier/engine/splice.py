@@ -703,23 +703,35 @@ class Planner:
             status = self._plan_engine(*args, True)
         return status, wk
 
+    def _sentencepiece_status(self, u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s,
+                              c_e, n, apply_now):  # fmt: skip
+        """``plan_sentencepiece`` over the window's UTF-8 ``u8``: (status, workspace)."""
+        wk = self._workspace(2 * u8.size + 2)
+        self._plan_sp(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n, self.sa,
+                      self.ra, self.engine._cache(), wk, apply_now)  # fmt: skip
+        return int(wk.res[R_STATUS]), wk
+
     def first_window(self, state, window_text: str, ws: int, new_len: int, *,
                      apply_now: bool) -> Planned | None:  # fmt: skip
         """An append's first window in one compiled call: ``plan`` without its loop.
 
         ``window_text`` is the new text from ``ws`` to its end (``ws`` = the old length
         minus the window, or 0).  Returns the certified splice, or None when this tokenizer
-        has no compiled engine or the window needs records encoded outside or a wider
-        window; nothing was written then, and the caller runs ``plan``.
+        has no compiled window encode (WordPiece: the reference encodes windows) or the
+        window needs records encoded outside or a wider one; nothing was written then,
+        and the caller runs ``plan``.
         """
-        if self.ea is None:
-            return None
         old_len = state.text_length
         u8 = np.frombuffer(window_text.encode("utf-8"), dtype=np.uint8)
-        status, wk = self._engine_status(
-            u8, len(window_text), ws, new_len, old_len, new_len, old_len, 0,
-            state.ids, state.starts, state.ends, state.n, apply_now,
-        )  # fmt: skip
+        records = (state.ids, state.starts, state.ends, state.n)
+        if self.ea is not None:
+            status, wk = self._engine_status(u8, len(window_text), ws, new_len, old_len, new_len,
+                                             old_len, 0, *records, apply_now)  # fmt: skip
+        elif self.sa is not None:
+            status, wk = self._sentencepiece_status(u8, ws, new_len, old_len, new_len, old_len, 0,
+                                                    *records, apply_now)  # fmt: skip
+        else:
+            return None
         if status != OK:
             return None
         res = wk.res.tolist()
@@ -749,10 +761,8 @@ class Planner:
             u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
             status = NEED_RECORDS
             if self.sa is not None:
-                wk = self._workspace(2 * u8.size + 2)
-                self._plan_sp(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
-                              self.sa, self.ra, self.engine._cache(), wk, apply_now)  # fmt: skip
-                status = wk.res[R_STATUS]
+                status, wk = self._sentencepiece_status(u8, ws, we, old_len, new_len, prefix,
+                                                        suffix, c_ids, c_s, c_e, n, apply_now)  # fmt: skip
                 fresh = (wk.f_ids, wk.f_s, wk.f_e)
             elif self.ea is not None:
                 status, wk = self._engine_status(u8, len(text), ws, we, old_len, new_len, prefix,
