@@ -80,6 +80,19 @@ def test_open_loop_stateless_reference(setup):
     assert set(out["path"]) == {"reference"}
 
 
+def test_the_generator_never_polls_holding_the_gil():
+    """``wait_until`` sleeps through most of a gap and yields (``sleep(0)``) on every poll
+    of the rest: a poll that kept the GIL would stall the feeder and collector threads."""
+    target = 100.0
+    times = iter([target - 0.01, target - 0.0002, target - 0.0001, target + 1e-6])
+    sleeps = []
+    loadgen.wait_until(target, clock=lambda: next(times), sleep=sleeps.append)
+    assert sleeps == [pytest.approx(0.0097), 0, 0]
+    sleeps.clear()
+    loadgen.wait_until(target, clock=lambda: target + 0.5, sleep=sleeps.append)  # late: at once
+    assert sleeps == []
+
+
 def test_burst_schedule_and_mixture_shapes(setup):
     trajs, work, _ = setup
     sched = loadgen.burst_schedule(
