@@ -89,17 +89,23 @@ def test_a_broken_splice_is_caught(monkeypatch, impl):
 
         monkeypatch.setattr(repair, "plan", off_by_one)
     else:
-        real = splice.Planner.plan
 
-        def off_by_one(self, *args, **kwargs):
-            p = real(self, *args, **kwargs)
-            if p.ok and p.res[splice.R_KEEP_LEFT] > 0:
-                p.res[splice.R_KEEP_LEFT] -= 1
-                p.res[splice.R_KEEP] = min(p.res[splice.R_KEEP], p.res[splice.R_KEEP_LEFT])
-                p.res[splice.R_NEW_N] -= 1
-            return p
+        def off_by_one(real):  # both entries: an append's first window, and plan's loop
+            def broken(self, *args, **kwargs):
+                p = real(self, *args, **kwargs)
+                if p is not None and p.ok and p.res[splice.R_KEEP_LEFT] > 0:
+                    p.res[splice.R_KEEP_LEFT] -= 1
+                    p.res[splice.R_KEEP] = min(p.res[splice.R_KEEP], p.res[splice.R_KEEP_LEFT])
+                    p.res[splice.R_NEW_N] -= 1
+                    p.keep, p.new_n = p.res[splice.R_KEEP], p.res[splice.R_NEW_N]
+                return p
 
-        monkeypatch.setattr(splice.Planner, "plan", off_by_one)
+            return broken
+
+        for entry in ("first_window", "plan"):
+            monkeypatch.setattr(
+                splice.Planner, entry, off_by_one(getattr(splice.Planner, entry))
+            )
     tok = toktier.load("llama3")
     scenario = (512, "lorem ipsum dolor sit amet, " * 40, [("append", " consectetur 123")])
     with pytest.raises(AssertionError, match="divergence"):
