@@ -29,14 +29,11 @@ def _receiver(inbox, conn) -> None:
     conn.send(late)
 
 
-def _hold_gil_wait(target: float) -> None:
-    """The generator's former wait: sleep most of the gap, then poll without yielding."""
-    while True:
-        now = time.perf_counter()
-        if now >= target:
-            return
-        if target - now > 0.0005:
-            time.sleep(target - now - 0.0003)
+def _hold_gil_sleep(seconds: float) -> None:
+    """The generator's former poll, as ``wait_until``'s sleep: a zero sleep is skipped, so
+    the poll never lets go of the GIL."""
+    if seconds > 0:
+        time.sleep(seconds)
 
 
 def delivery_delays(rate: float, yield_gil: bool, duration_s: float = 3.0, seed: int = 0):
@@ -49,11 +46,11 @@ def delivery_delays(rate: float, yield_gil: bool, duration_s: float = 3.0, seed:
     writer.close()
     inbox.put(time.perf_counter())  # the receiver is up before timing starts
     time.sleep(1.0)
-    wait = loadgen.wait_until if yield_gil else _hold_gil_wait
+    sleep = time.sleep if yield_gil else _hold_gil_sleep
     t0 = time.perf_counter() + 0.05
     for off in loadgen.poisson_offsets(rate, duration_s, seed=seed):
         target = t0 + float(off)
-        wait(target)
+        loadgen.wait_until(target, sleep=sleep)
         inbox.put(target)
     inbox.put(None)
     late = np.asarray(reader.recv()[1:]) * 1e3
