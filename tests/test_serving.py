@@ -32,7 +32,8 @@ def test_tier_pool_is_exact_and_survives_a_killed_worker(setup):
     src = loadgen.MixtureSource(work, live=6, start="random", seed=3)
     reqs = src.warm() + [src.next() for _ in range(30)]
     # delta_aware off: a large append may otherwise be encoded in full (a timing-based choice)
-    kw = {"tier_kw": {"delta_aware": False}}
+    # verify_cpu_share 0.5: the workers' tiers take their arguments from tier_kw
+    kw = {"tier_kw": {"delta_aware": False, "verify_cpu_share": 0.5}}
     with WorkerPool(
         "tier", "llama3", work, workers=2, keep_ids=True, verify_rate=1.0, **kw
     ) as pool:
@@ -66,6 +67,7 @@ def test_tier_pool_is_exact_and_survives_a_killed_worker(setup):
         stats = pool.stats()
         assert len(stats) == 2 and all(s["verifier"]["mismatches"] == 0 for s in stats)
         assert sum(s["verifier"]["checked"] for s in stats) > 0
+        assert all(s["verifier"]["cpu_share"] == 0.5 for s in stats)
 
 
 def test_open_loop_stateless_reference(setup):

@@ -119,6 +119,66 @@ def test_bad_settings_are_refused(tok):
         ShadowVerifier(tok, rate=1.5)
     with pytest.raises(ValueError, match="queue_size"):
         ShadowVerifier(tok, queue_size=0)
+    for bad, err in ((0, ValueError), (1.5, ValueError), (float("nan"), ValueError),
+                     (True, TypeError), ("0.5", TypeError)):  # fmt: skip
+        with pytest.raises(err, match="cpu_share"):
+            ShadowVerifier(tok, cpu_share=bad)
+        with pytest.raises(err, match="verify_cpu_share"):
+            Tier(tok, verify_cpu_share=bad)
+
+
+class _FakeCpu:
+    """The verifier thread's CPU clock, advanced by the reference: each check costs ``cost``."""
+
+    def __init__(self, tok, cost: float):
+        self.t, self.cost, self.tok = 0.0, cost, tok
+
+    def __call__(self) -> float:
+        return self.t
+
+    def reference(self, text):
+        self.t += self.cost
+        return self.tok.reference(text)
+
+
+def _recorded_pauses(v):
+    """Replace the verifier's pause with a record of its length (no real waiting)."""
+    pauses = []
+    v._hurry.wait = lambda timeout=None: pauses.append(timeout) or True
+    return pauses
+
+
+@pytest.mark.parametrize("share", [0.25, 0.5, 1.0])
+def test_checks_pause_to_keep_their_cpu_share(tok, tmp_path, share):
+    cpu = _FakeCpu(tok, 0.01)
+    v = _verifier(tok, tmp_path, cpu_share=share, reference=cpu.reference)
+    v._cpu_clock = cpu
+    pauses = _recorded_pauses(v)
+    ids = np.asarray(tok.reference("abc"), dtype=np.uint32)
+    for _ in range(3):
+        assert v.offer(ids, lambda: "abc", "cpu")
+    assert v.flush()
+    v.close()
+    st = v.stats()
+    assert st["checked"] == 3 and st["mismatches"] == 0 and st["cpu_share"] == share
+    # a check of 10 ms CPU is followed by 10 ms * (1/share - 1) of rest; none at share 1
+    assert pauses == pytest.approx([0.01 * (1 / share - 1)] * 3 if share < 1 else [])
+    assert Tier(tok, verify_rate=0.5, verify_cpu_share=share).verifier.cpu_share == share
+
+
+def test_flush_and_close_cut_the_pauses_short(tok, tmp_path):
+    cpu = _FakeCpu(tok, 1.0)  # each check "costs" a CPU second: 999 s of rest at 0.1%
+    v = _verifier(tok, tmp_path, cpu_share=0.001, reference=cpu.reference)
+    v._cpu_clock = cpu
+    ids = np.asarray(tok.reference("abc"), dtype=np.uint32)
+    for _ in range(3):
+        assert v.offer(ids, lambda: "abc", "cpu")
+    assert v.flush(timeout=60)  # would time out if the 999 s rests were kept
+    assert v.stats()["checked"] == 3
+    assert v.offer(ids, lambda: "abc", "cpu")
+    v.close(timeout=60)
+    st = v.stats()
+    assert st["checked"] == 4 and not st["alive"] and st["paused_s"] < 60
 
 
 class _FaultyOnce:

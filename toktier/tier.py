@@ -19,7 +19,7 @@ from .registry import Tokenizer, load
 from .router import Route, Router
 from .store import DEFAULT_MAX_BYTES, SessionState, SessionStore
 from .textcheck import check_text
-from .verifier import DEFAULT_RATE, ShadowVerifier
+from .verifier import DEFAULT_CPU_SHARE, DEFAULT_RATE, ShadowVerifier, check_cpu_share
 
 
 class Result:
@@ -97,7 +97,7 @@ def _is_int(x) -> bool:
 
 
 def _check_options(window, max_widenings, ttl_s, max_bytes, repair_impl, gpu, gpu_min_chars,
-                   delta_aware, verify_rate, quarantine_sessions) -> None:  # fmt: skip
+                   delta_aware, verify_rate, quarantine_sessions, verify_cpu_share) -> None:  # fmt: skip
     """Reject bad constructor arguments here, with their names, not in a later request."""
     if window is not None and (not _is_int(window) or window < 1):
         raise (ValueError if _is_int(window) else TypeError)(
@@ -136,6 +136,7 @@ def _check_options(window, max_widenings, ttl_s, max_bytes, repair_impl, gpu, gp
         raise TypeError(f"verify_rate must be a number in [0, 1], got {verify_rate!r}")
     if not 0.0 <= verify_rate <= 1.0:  # NaN fails this too
         raise ValueError(f"verify_rate must be in [0, 1] (0: no verifier), got {verify_rate!r}")
+    check_cpu_share(verify_cpu_share, "verify_cpu_share")
 
 
 def _auto_gpu(tokenizer):
@@ -163,6 +164,8 @@ class Tier:
     ``repair_impl``: ``"compiled"`` (``engine.splice``, the default) or ``"python"``
     (``repair.plan``, the readable reference implementation of the same protocol).
     ``verify_rate``: the shadow verifier's sampling rate (0 switches it off);
+    ``verify_cpu_share``: the most of one core the verifier's checks take, averaged (it
+    pauses between checks to keep it; 1: no pauses);
     ``quarantine_sessions``: a verified mismatch also drops the session's state, so
     its next request is encoded in full.
     ``ttl_s``: a session idle this long is dropped (no caller needed; None: never);
@@ -192,13 +195,14 @@ class Tier:
         gpu_min_chars: int | None = None,
         delta_aware: bool = True,
         verify_rate: float = DEFAULT_RATE,
+        verify_cpu_share: float = DEFAULT_CPU_SHARE,
         verifier: ShadowVerifier | None = None,
         quarantine_dir=None,
         quarantine_sessions: bool = False,
         cut_splice: bool = True,
     ):
         _check_options(window, max_widenings, ttl_s, max_bytes, repair_impl, gpu, gpu_min_chars,
-                       delta_aware, verify_rate, quarantine_sessions)  # fmt: skip
+                       delta_aware, verify_rate, quarantine_sessions, verify_cpu_share)  # fmt: skip
         if not isinstance(cut_splice, bool):
             raise TypeError(f"cut_splice must be True or False, got {cut_splice!r}")
         if engine is not None and not isinstance(engine, Engine):
@@ -234,6 +238,7 @@ class Tier:
             verifier = ShadowVerifier(
                 self.tokenizer,
                 rate=verify_rate,
+                cpu_share=verify_cpu_share,
                 quarantine_dir=quarantine_dir,
                 on_mismatch=self._on_mismatch if quarantine_sessions else None,
             )

@@ -10,6 +10,15 @@ releases the GIL, unlike ``encode``), compares exactly and, on a mismatch,
 writes a quarantine record and calls ``on_mismatch``.  When it falls behind,
 the bounded queue refuses new samples and the drop counter says so.
 
+The verifier spends at most ``cpu_share`` of one core (averaged over its checks): after
+a check that took ``t`` seconds of its thread's CPU time it pauses ``t * (1/share - 1)``.
+A reference re-encode of a long context costs tens of milliseconds, so an unbounded
+verifier at 5% sampling takes a whole core under load, from the requests it shadows
+(experiment 09 on the 2-vCPU VM: the tier's capacity fell by half).  A pause, unlike a
+lower thread priority, never leaves the GIL with a thread the OS does not run.
+``flush`` and ``close`` lift the pauses: a caller waiting for the checks gets them at
+full speed.
+
 Quarantine records hold the user's full prompt, the session id and both ID lists
 (``_record``).  They go to a private per-user folder (``paths.quarantine_dir``; mode
 0700, files 0600, created exclusively, never through a symlink), at most
@@ -40,6 +49,7 @@ from . import paths
 
 DEFAULT_RATE = 0.05
 DEFAULT_QUEUE = 256
+DEFAULT_CPU_SHARE = 0.25  # of one core: the verifier's CPU, averaged over its checks
 DEFAULT_MAX_CHARS = 32_000_000  # larger samples are skipped (counted), not checked
 DEFAULT_MAX_RECORDS = 1000  # quarantine files; beyond, records are dropped (counted)
 DEFAULT_MAX_RECORD_BYTES = 8 << 20  # a larger record is written without text and full IDs
@@ -61,6 +71,14 @@ class Sample:
 
 def default_quarantine_dir() -> Path:
     return paths.quarantine_dir()
+
+
+def check_cpu_share(value, name: str = "cpu_share") -> None:
+    """A share of one core: a number in (0, 1]; TypeError / ValueError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+        raise TypeError(f"{name} must be a number in (0, 1], got {value!r}")
+    if not 0.0 < value <= 1.0:  # NaN fails this too
+        raise ValueError(f"{name} must be in (0, 1] (1: no pauses), got {value!r}")
 
 
 def first_divergence(a: np.ndarray, b: np.ndarray) -> int:
@@ -90,7 +108,9 @@ class ShadowVerifier:
         seed: int | None = None,
         reference: Callable[[str], object] | None = None,
         on_mismatch: Callable[[Sample], None] | None = None,
+        cpu_share: float = DEFAULT_CPU_SHARE,
     ):
+        check_cpu_share(cpu_share)
         if not 0.0 <= rate <= 1.0:
             raise ValueError(f"sampling rate must be in [0, 1], got {rate!r}")
         if min(queue_size, max_chars, max_records, max_record_bytes) < 1:
@@ -117,6 +137,11 @@ class ShadowVerifier:
         self._idle = threading.Condition(self._guard)
         self._busy = 0  # samples taken off the queue and not yet finished
         self._closed = False
+        self.cpu_share = float(cpu_share)
+        self._cpu_clock = time.thread_time  # this thread's CPU seconds (the reference runs here)
+        self._hurry = threading.Event()  # set: no pauses (a flush or close is waiting)
+        self._hurrying = 0  # flushes in progress
+        self._paused_s = 0.0
         self._thread = threading.Thread(target=self._run, name="toktier-shadow", daemon=True)
         self._thread.start()
 
@@ -163,14 +188,22 @@ class ShadowVerifier:
 
     # --- control -----------------------------------------------------------------------
     def flush(self, timeout: float = 60.0) -> bool:
-        """Wait until every queued sample is checked; False on timeout."""
+        """Wait until every queued sample is checked (without the CPU-share pauses meanwhile);
+        False on timeout."""
         deadline = time.monotonic() + timeout
         with self._idle:
-            while self._queue.qsize() or self._busy:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._idle.wait(min(left, 0.05))
+            self._hurrying += 1
+            self._hurry.set()
+            try:
+                while self._queue.qsize() or self._busy:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    self._idle.wait(min(left, 0.05))
+            finally:
+                self._hurrying -= 1
+                if not self._hurrying and not self._closed:
+                    self._hurry.clear()
         return True
 
     @property
@@ -180,6 +213,7 @@ class ShadowVerifier:
     def close(self, timeout: float = 60.0) -> None:
         """Check what is queued, then stop the thread; later offers are not sampled."""
         self._closed = True
+        self._hurry.set()
         if not self._thread.is_alive():
             return
         self.flush(timeout)
@@ -187,11 +221,14 @@ class ShadowVerifier:
         self._thread.join(timeout)
 
     def stats(self) -> dict:
-        """Counters plus backlog and lag (seconds from enqueue to checked)."""
+        """Counters plus backlog, lag (seconds from enqueue to checked), the CPU share and the
+        seconds paused to keep it."""
         with self._guard:
             out = dict(self._counts)
             lags = np.asarray(self._lags, dtype=np.float64)
         out["rate"] = self.rate
+        out["cpu_share"] = self.cpu_share
+        out["paused_s"] = self._paused_s
         out["backlog"] = self._queue.qsize()
         out["lag_p50_s"] = float(np.median(lags)) if lags.size else 0.0
         out["lag_max_s"] = float(lags.max()) if lags.size else 0.0
@@ -210,6 +247,7 @@ class ShadowVerifier:
                 return
             with self._guard:
                 self._busy += 1
+            cpu0 = self._cpu_clock()
             try:
                 self._check(sample)
             except Exception as exc:  # the verifier reports; it never takes the tier down
@@ -220,6 +258,18 @@ class ShadowVerifier:
                     self._busy -= 1
                     self._lags.append(time.monotonic() - sample.enqueued)
                     self._idle.notify_all()
+            self._pause(self._cpu_clock() - cpu0)
+
+    def _pause(self, spent: float) -> None:
+        """Rest ``spent * (1/cpu_share - 1)`` seconds after a check that took ``spent`` CPU
+        seconds, so the thread's CPU stays within ``cpu_share`` of a core; a flush or
+        close cuts the rest short.  Samples offered meanwhile queue (or drop, counted)."""
+        if self.cpu_share >= 1.0 or spent <= 0.0:
+            return
+        t0 = time.monotonic()
+        self._hurry.wait(spent * (1.0 / self.cpu_share - 1.0))
+        with self._guard:
+            self._paused_s += time.monotonic() - t0
 
     def _bump(self, key: str, n: int = 1) -> None:
         with self._guard:

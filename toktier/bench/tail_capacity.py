@@ -59,9 +59,10 @@ def _service_sample(out: dict, k: int = 2000, seed: int = 0) -> list[float]:
     return [round(float(x), 4) for x in s]
 
 
-def _pool(cfg, tokenizer_name, work, verify_rate):
+def _pool(cfg, tokenizer_name, work, verify_rate, tier_kw=None):
     return WorkerPool(
-        cfg["mode"], tokenizer_name, work, workers=cfg["workers"], verify_rate=verify_rate
+        cfg["mode"], tokenizer_name, work, workers=cfg["workers"], verify_rate=verify_rate,
+        tier_kw=tier_kw,
     )
 
 
@@ -87,8 +88,11 @@ def capacity_sweep(
     drain_s: float = 10.0,
     seed: int = 0,
     progress: bool = True,
+    tier_kw: dict | None = None,
 ):
     """P99 sojourn vs Poisson offered load per configuration; returns (rows, verifier totals).
+
+    ``tier_kw``: extra ``Tier`` arguments for the tier's workers (e.g. ``verify_cpu_share``).
 
     Each row also carries the generator's lag (``generator_late_*``: when it grows, the
     load generator, not the server, is the bottleneck) and a sample of per-request
@@ -101,7 +105,7 @@ def capacity_sweep(
     rows, verifier = [], {}
     for cfg in configs:
         ladder = loads[cfg["mode"]]
-        with _pool(cfg, tokenizer_name, work, verify_rate) as pool:
+        with _pool(cfg, tokenizer_name, work, verify_rate, tier_kw) as pool:
             src = loadgen.MixtureSource(work, live=live_sessions, seed=seed)
             loadgen.closed_loop(pool, src.warm())
             bar = tqdm(ladder, desc=cfg["name"], disable=not progress, leave=False)
@@ -148,12 +152,13 @@ def burst_tails(
     drain_s: float = 30.0,
     seed: int = 0,
     progress: bool = True,
+    tier_kw: dict | None = None,
 ) -> list[dict]:
     """Initialization and continuation P99 per recorded-gap burst scenario and configuration."""
     work = loadgen.build_workload(trajs, tokenizer_name, max_context_chars=max_context_chars)
     rows = []
     for cfg in configs:
-        with _pool(cfg, tokenizer_name, work, verify_rate) as pool:
+        with _pool(cfg, tokenizer_name, work, verify_rate, tier_kw) as pool:
             for s in tqdm(range(scenarios), desc=f"bursts: {cfg['name']}", disable=not progress):
                 sched = loadgen.burst_schedule(
                     work, trajs, sessions=sessions, calls=calls, window_s=window_s,

@@ -214,6 +214,7 @@ def fault_stream(
             quarantine_dir=Path(quarantine_dir) / f"stream-{i}",
             reference=reference,
             on_mismatch=lambda s, t=tally: t.flagged.append(int(s.session.rsplit("#", 1)[1])),
+            cpu_share=1.0,  # an offline campaign: no pauses (they would only add drops)
             **kw,
         )
         tallies.append(tally)
@@ -351,6 +352,7 @@ def detection_delays(
         seed=seed * 1000 + 500 + round(rate * 1e4),
         quarantine_dir=quarantine_dir,
         reference=reference,
+        cpu_share=1.0,  # an offline campaign: no pauses
     )
     rng = np.random.default_rng([seed, 4, round(rate * 1e4)])
     delays, censored, missed = [], 0, 0
