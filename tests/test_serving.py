@@ -95,6 +95,25 @@ def test_the_generator_never_polls_holding_the_gil():
     assert sleeps == []
 
 
+def test_the_generator_pauses_its_garbage_collector_and_restores_it():
+    import gc
+
+    assert gc.isenabled()
+    with loadgen.paused_gc():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()  # a caller that had it off keeps it off
+    try:
+        with loadgen.paused_gc():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(RuntimeError), loadgen.paused_gc():  # restored on an error too
+        raise RuntimeError("boom")
+    assert gc.isenabled()
+
+
 def test_burst_schedule_and_mixture_shapes(setup):
     trajs, work, _ = setup
     sched = loadgen.burst_schedule(

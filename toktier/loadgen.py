@@ -17,6 +17,8 @@ Two arrival processes:
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import time
 from collections.abc import Sequence
 
@@ -167,14 +169,36 @@ def wait_until(target: float, clock=time.perf_counter, sleep=time.sleep) -> None
             sleep(0)  # yield the GIL to the feeder and collector threads
 
 
+@contextlib.contextmanager
+def paused_gc():
+    """The cyclic garbage collector off inside (as it was after), and one collection then.
+
+    A run allocates a request and a result object per send; every few thousand the
+    collector walks the older generations -- the schedule, the pending and finished
+    requests, hundreds of thousands of objects -- holding the GIL for milliseconds to
+    tens of milliseconds, and the sends due meanwhile go out late.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+            gc.collect()
+
+
 def run_open_loop(
     pool: WorkerPool,
     schedule: Sequence[tuple[float, Request]],
     *,
     drain_s: float = 10.0,
+    pause_gc: bool = True,
 ) -> dict:
     """Send each request at its offset; wait for all (up to ``drain_s`` after the last send).
 
+    ``pause_gc``: the cyclic garbage collector stays off while requests are sent and
+    answered (``paused_gc``), so no collection over this process's objects stalls a send.
     Returns column arrays: rid, kind, offset, sojourn_s, service_s, path, worker, done
     (False: still queued when the drain ended -- a backlogged point, its sojourn a lower bound)
     and late_s (send time minus scheduled time: the generator's own lag, part of sojourn).
@@ -185,14 +209,16 @@ def run_open_loop(
     index = {r.rid: i for i, (_, r) in enumerate(schedule)}
     sched = np.zeros(n)
     late = np.zeros(n)  # how long after its scheduled time each request was handed over
-    t0 = time.perf_counter() + 0.05
-    for i, (off, req) in enumerate(schedule):
-        target = t0 + off
-        wait_until(target)
-        sched[i] = target
-        pool.submit(Request(req.rid, req.session, req.traj, req.call, req.kind, target))
-        late[i] = time.perf_counter() - target
-    done = pool.results(n, timeout=(t0 + (offs[-1] if n else 0) + drain_s) - time.perf_counter())
+    with paused_gc() if pause_gc else contextlib.nullcontext():
+        t0 = time.perf_counter() + 0.05
+        for i, (off, req) in enumerate(schedule):
+            target = t0 + off
+            wait_until(target)
+            sched[i] = target
+            pool.submit(Request(req.rid, req.session, req.traj, req.call, req.kind, target))
+            late[i] = time.perf_counter() - target
+        left = (t0 + (offs[-1] if n else 0) + drain_s) - time.perf_counter()
+        done = pool.results(n, timeout=left)
     sojourn = np.full(n, np.nan)
     service = np.full(n, np.nan)
     path = np.array([""] * n, dtype=object)

@@ -89,10 +89,12 @@ def capacity_sweep(
     seed: int = 0,
     progress: bool = True,
     tier_kw: dict | None = None,
+    pause_gc: bool = True,
 ):
     """P99 sojourn vs Poisson offered load per configuration; returns (rows, verifier totals).
 
-    ``tier_kw``: extra ``Tier`` arguments for the tier's workers (e.g. ``verify_cpu_share``).
+    ``tier_kw``: extra ``Tier`` arguments for the tier's workers (e.g. ``verify_cpu_share``);
+    ``pause_gc``: the generator's garbage collector is off during each point (``loadgen``).
 
     Each row also carries the generator's lag (``generator_late_*``: when it grows, the
     load generator, not the server, is the bottleneck) and a sample of per-request
@@ -113,7 +115,7 @@ def capacity_sweep(
                 offs = loadgen.poisson_offsets(rate, duration_s, seed=seed + i)
                 sched = [(float(o), src.next()) for o in offs]
                 t0 = time.perf_counter()
-                out = loadgen.run_open_loop(pool, sched, drain_s=drain_s)
+                out = loadgen.run_open_loop(pool, sched, drain_s=drain_s, pause_gc=pause_gc)
                 row = {"config": cfg["name"], "mode": cfg["mode"], "workers": cfg["workers"],
                        "offered_rps": rate, "wall_s": time.perf_counter() - t0, **_summary(out)}  # fmt: skip
                 row["achieved_rps"] = row["completed"] / duration_s

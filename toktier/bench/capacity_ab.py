@@ -1,0 +1,83 @@
+"""A/B of experiment 09's harness and tier settings: one repair worker's Poisson ladder,
+the variants alternated on one machine state.
+
+- ``--ab verifier``: the shadow verifier at 5% held to ``verify_cpu_share`` 0.25 (the
+  default), unbounded (1.0), and off.  An unbounded verifier re-encodes every sample it
+  can take with the reference (tens of milliseconds for a long context); under load it
+  takes a whole core from the repair worker it shadows and from the load generator.
+- ``--ab gc``: the load generator with its garbage collector paused during each point
+  (``loadgen.paused_gc``, the default) or running.
+
+llama3, the recorded mixture of all trajectories.
+``python -m toktier.bench.capacity_ab --ab verifier [--loads 1600,2400,3200,4800] [--out FILE]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from . import machine
+from . import tail_capacity as tc
+
+# name -> (verify_rate, verify_cpu_share, pause_gc)
+VARIANTS = {
+    "verifier": {
+        "verifier 5%, cpu_share 0.25": (0.05, 0.25, True),
+        "verifier 5%, cpu_share 1.0 (unbounded)": (0.05, 1.0, True),
+        "verifier off": (0.0, 1.0, True),
+    },
+    "gc": {
+        "generator gc paused": (0.05, 0.25, True),
+        "generator gc running": (0.05, 0.25, False),
+    },
+}
+KEYS = ("offered_rps", "p50_ms", "p99_ms", "service_p50_ms", "service_p99_ms",
+        "generator_late_p50_ms", "generator_late_p99_ms", "backlogged")  # fmt: skip
+
+
+def run(trajs, ab: str, loads, duration_s: float, repeats: int, tokenizer: str = "llama3"):
+    rows = []
+    for rep in range(repeats):
+        for name, (rate, share, pause_gc) in VARIANTS[ab].items():
+            cfg = [{"name": name, "mode": "tier", "workers": 1}]
+            got, verifier = tc.capacity_sweep(
+                trajs, tokenizer, configs=cfg, loads={"tier": loads}, duration_s=duration_s,
+                max_context_chars=None, verify_rate=rate, progress=False, stop_ms=float("inf"),
+                tier_kw={"verify_cpu_share": share}, pause_gc=pause_gc,
+            )  # fmt: skip
+            for r in got:
+                rows.append({"variant": name, "repeat": rep, **{k: r[k] for k in KEYS},
+                             "verifier": verifier.get(name, {})})  # fmt: skip
+                print(f"{name:40s} {r['offered_rps']:6.0f} req/s  P50 {r['p50_ms']:8.2f}  "
+                      f"P99 {r['p99_ms']:8.1f} ms  generator late P99 "
+                      f"{r['generator_late_p99_ms']:6.1f} ms", flush=True)  # fmt: skip
+    return rows
+
+
+def main(argv=None) -> int:
+    from ..workload.archives import find_archive
+    from .streams import load_trajectories
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ab", choices=sorted(VARIANTS), required=True)
+    ap.add_argument("--loads", default="1600,2400,3200,4800")
+    ap.add_argument("--duration", type=float, default=8.0, help="seconds per load point")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    loads = [float(x) for x in args.loads.split(",")]
+    archive = find_archive("mini-swe-agent")
+    if archive is None:
+        raise SystemExit("no mini-swe-agent archive: run `toktier build` (or fetch-data) first")
+    rows = run(load_trajectories(archive), args.ab, loads, args.duration, args.repeats)
+    out = {"machine": machine.machine_facts(), "ab": args.ab, "loads": loads,
+           "duration_s": args.duration, "repeats": args.repeats, "rows": rows}  # fmt: skip
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(out, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
