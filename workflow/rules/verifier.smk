@@ -80,7 +80,7 @@ rule notebook_tail_capacity:
             f"-p {k} {config['capacity'][k]}"
             for k in ("burst_sessions", "burst_calls", "burst_window_s", "burst_compression",
                       "max_context_chars", "overhead_sessions", "overhead_appends",
-                      "overhead_context", "verify_rate")
+                      "overhead_context", "verify_rate", "verify_cpu_share")
         ),
         objectives=json.dumps(config["capacity"]["objectives_ms"]),
         seed=config["certification"]["seed"],
