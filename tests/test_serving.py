@@ -76,23 +76,55 @@ def test_open_loop_stateless_reference(setup):
     offs = loadgen.poisson_offsets(20.0, 1.0, seed=2)
     sched = [(float(o), src.next()) for o in offs]
     with WorkerPool("reference", "llama3", work, workers=1) as pool:
+        cpu0 = pool.cpu_seconds()
         out = loadgen.run_open_loop(pool, sched, drain_s=60)
+        assert pool.cpu_seconds() > cpu0  # the worker's encodes are counted
     assert out["done"].all() and out["errors"] == 0
     assert (out["sojourn_s"] >= out["service_s"]).all() and (out["service_s"] > 0).all()
     assert set(out["path"]) == {"reference"}
+    assert sorted(out["rid"]) == sorted(r.rid for _, r in sched)
+
+
+def test_process_cpu_reads_proc_and_says_nan_for_a_gone_process():
+    import math
+    import os
+    import sys
+
+    from toktier.serving import process_cpu_s
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("/proc is Linux-only")
+    before = process_cpu_s(os.getpid())
+    sum(i * i for i in range(2_000_000))  # ~0.1 s of CPU
+    assert process_cpu_s(os.getpid()) > before >= 0
+    assert math.isnan(process_cpu_s(2**22 + 12345))  # above pid_max's default: no such process
 
 
 def test_the_generator_never_polls_holding_the_gil():
     """``wait_until`` sleeps through most of a gap and yields (``sleep(0)``) on every poll
     of the rest: a poll that kept the GIL would stall the feeder and collector threads."""
     target = 100.0
-    times = iter([target - 0.01, target - 0.0002, target - 0.0001, target + 1e-6])
+    poll = loadgen.POLL_S
+    times = iter([target - 0.01, target - 0.8 * poll, target - 0.3 * poll, target + 1e-6])
     sleeps = []
     loadgen.wait_until(target, clock=lambda: next(times), sleep=sleeps.append)
-    assert sleeps == [pytest.approx(0.0097), 0, 0]
+    assert sleeps == [pytest.approx(0.01 - poll), 0, 0]
     sleeps.clear()
     loadgen.wait_until(target, clock=lambda: target + 0.5, sleep=sleeps.append)  # late: at once
     assert sleeps == []
+
+
+def test_the_generators_timer_slack_is_fine_inside_and_restored_after():
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("prctl timer slack is Linux-only")
+    libc = ctypes.CDLL(None)
+    before = libc.prctl(30, 0, 0, 0, 0)
+    with loadgen.fine_timer() as ok:
+        assert ok and libc.prctl(30, 0, 0, 0, 0) == 1000
+    assert libc.prctl(30, 0, 0, 0, 0) == before
 
 
 def test_the_generator_pauses_its_garbage_collector_and_restores_it():
@@ -168,6 +200,8 @@ def test_submit_validates_the_session_id_before_counting_it(setup):
             pool.submit(Request(1, "bad\ud800", 0, 0, "init"))
         with pytest.raises(TypeError, match="session id"):
             pool.submit(Request(2, None, 0, 0, "init"))
+        with pytest.raises(ValueError, match="request kind"):
+            pool.submit(Request(3, "s", 0, 0, "resume"))
         assert pool.pending() == 0
 
 

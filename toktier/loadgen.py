@@ -146,27 +146,53 @@ def _gap(traj, c: int) -> float:
     return max(0.0, b - a) if a is not None and b is not None else 1.0
 
 
+POLL_S = 0.00005  # the last 50 us of a wait are polled (sleeps overshoot by ~10-15 us)
+
+
 def wait_until(target: float, clock=time.perf_counter, sleep=time.sleep) -> None:
     """Return at ``target`` (``time.perf_counter`` seconds): sleep most of the gap, then poll.
 
-    The last ~0.3 ms is polled for precision, and every poll yields the GIL
+    The last ``POLL_S`` is polled for precision, and every poll yields the GIL
     (``time.sleep(0)``).  A loop that kept it would hold off this process's other
-    threads -- the queue feeder that ships each request to its worker, the collector
-    that reads the answers -- until the interpreter's switch interval (5 ms) forces a
-    hand-over; at a few thousand requests per second the gaps are shorter than the
-    poll window, the generator polls all the time, and requests reach their workers
-    milliseconds late (measured on the 2-vCPU VM, an ``mp.Queue`` to one process, Poisson
-    arrivals: 2.6 ms P50 / 10 ms P99 delivery at 4,800 req/s when holding the GIL,
-    0.27 / 0.9 ms when yielding; 0.5 / 3.0 against 0.2 / 0.55 at 2,000 req/s).
+    threads -- the collector that reads the answers -- until the interpreter's switch
+    interval (5 ms) forces a hand-over (measured on the 2-vCPU VM with an ``mp.Queue``
+    feeder thread, Poisson arrivals: 2.6 ms P50 / 10 ms P99 delivery at 4,800 req/s when
+    holding the GIL, 0.27 / 0.9 ms when yielding).  The window is short because polling
+    burns a core the workers could use; it is that short only under ``fine_timer()``
+    (without it a sleep overshoots by ~60 us, the kernel's default timer slack).
     """
     while True:
         now = clock()
         if now >= target:
             return
-        if target - now > 0.0005:
-            sleep(target - now - 0.0003)
+        if target - now > 2 * POLL_S:
+            sleep(target - now - POLL_S)
         else:
-            sleep(0)  # yield the GIL to the feeder and collector threads
+            sleep(0)  # yield the GIL to the collector thread
+
+
+@contextlib.contextmanager
+def fine_timer():
+    """This thread's timer slack at 1 us inside (Linux ``prctl``; elsewhere nothing).
+
+    The default slack (50 us) lets the kernel wake a sleeper up to that late, so a
+    generator that sleeps close to each send time must poll longer instead.  Measured on
+    the 2-vCPU VM: ``time.sleep(100 us)`` overshoots by 57 us at P50 with the default,
+    13 us with 1 us of slack.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        before = libc.prctl(30, 0, 0, 0, 0)  # PR_GET_TIMERSLACK
+        ok = before >= 0 and libc.prctl(29, 1000, 0, 0, 0) == 0  # PR_SET_TIMERSLACK, ns
+    except (OSError, AttributeError):
+        ok = False
+    try:
+        yield ok
+    finally:
+        if ok:
+            libc.prctl(29, before, 0, 0, 0)
 
 
 @contextlib.contextmanager
@@ -209,7 +235,7 @@ def run_open_loop(
     index = {r.rid: i for i, (_, r) in enumerate(schedule)}
     sched = np.zeros(n)
     late = np.zeros(n)  # how long after its scheduled time each request was handed over
-    with paused_gc() if pause_gc else contextlib.nullcontext():
+    with paused_gc() if pause_gc else contextlib.nullcontext(), fine_timer():
         t0 = time.perf_counter() + 0.05
         for i, (off, req) in enumerate(schedule):
             target = t0 + off

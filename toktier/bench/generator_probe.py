@@ -1,7 +1,8 @@
 """How late the load generator's requests reach a worker process, polling with or without the GIL.
 
-Experiment 09's generator hands each request to an ``mp.Queue`` whose feeder thread
-ships it to the worker.  The generator polls the last fraction of a millisecond before
+Experiment 09's generator handed each request to an ``mp.Queue`` whose feeder thread
+shipped it to the worker (until 2026-11-26; it now writes fixed-size records to a pipe
+itself, ``toktier.serving``), and this probe keeps that setting.  The generator polls the last fraction of a millisecond before
 each send time; a poll that keeps the GIL holds the feeder thread off for up to the
 interpreter's switch interval, so at a few thousand requests per second requests arrive
 milliseconds late.  This probe measures that delivery delay (receipt in the worker minus

@@ -51,6 +51,18 @@ def _summary(out: dict) -> dict:
     }
 
 
+def _cpu_columns(generator_s: float, workers_s: float, wall_s: float, n: int) -> dict:
+    """Where a point's CPU went: the generator process (sending, collecting) and the worker
+    processes (serving, their verifiers, reading requests), per request and in cores."""
+    n = max(n, 1)
+    return {
+        "generator_cpu_us_per_req": generator_s / n * 1e6,
+        "workers_cpu_us_per_req": workers_s / n * 1e6,
+        "generator_cores": generator_s / wall_s,
+        "workers_cores": workers_s / wall_s,
+    }
+
+
 def _service_sample(out: dict, k: int = 2000, seed: int = 0) -> list[float]:
     """Up to ``k`` per-request service times (ms) of a point, for distribution plots."""
     s = out["service_s"][out["done"]] * 1e3
@@ -114,10 +126,13 @@ def capacity_sweep(
             for i, rate in enumerate(bar):
                 offs = loadgen.poisson_offsets(rate, duration_s, seed=seed + i)
                 sched = [(float(o), src.next()) for o in offs]
-                t0 = time.perf_counter()
+                t0, cpu0, wcpu0 = time.perf_counter(), time.process_time(), pool.cpu_seconds()
                 out = loadgen.run_open_loop(pool, sched, drain_s=drain_s, pause_gc=pause_gc)
+                wall = time.perf_counter() - t0
+                cpu, wcpu = time.process_time() - cpu0, pool.cpu_seconds() - wcpu0
                 row = {"config": cfg["name"], "mode": cfg["mode"], "workers": cfg["workers"],
-                       "offered_rps": rate, "wall_s": time.perf_counter() - t0, **_summary(out)}  # fmt: skip
+                       "offered_rps": rate, "wall_s": wall, **_summary(out),
+                       **_cpu_columns(cpu, wcpu, wall, len(sched))}  # fmt: skip
                 row["achieved_rps"] = row["completed"] / duration_s
                 row["service_sample_ms"] = _service_sample(out, seed=seed + i)
                 rows.append(row)
