@@ -99,6 +99,15 @@ cap_table = pd.DataFrame(capacity)
 cap_table.index.name = "config"
 cap_table
 
+# %% [markdown]
+# Where each point's CPU went: the load generator's process (sending and collecting) against
+# the workers' (serving, their verifiers, reading requests).  On a small machine they share the
+# cores, so a generator near a core's worth would be the bottleneck, not the server.
+
+# %%
+cpu_cols = ["generator_cpu_us_per_req", "workers_cpu_us_per_req", "generator_cores", "workers_cores"]
+cap_df.pivot_table(index=["config", "offered_rps"], values=cpu_cols).round(2)
+
 # %%
 best_tier = [c["name"] for c in configs if c["mode"] == "tier"][-1]
 ratios = tc.capacity_ratios(rows, configs, objectives_ms, ladder_top=max(loads_tier))
