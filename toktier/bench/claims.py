@@ -647,7 +647,7 @@ CLAIMS: list[Claim] = [
         "fastokens (50 ms P99) on the same cores",
         _tail_capacity,
         runs=("tail-capacity.json",),
-        note="Two cores, no GPU: the load generator and result collector (one Python process) and the shadow verifier (held to a quarter core) share the cores with the workers; the tier's best worker count is taken (at equal worker counts the ratio is in the README); not an equal-hardware comparison with the paper.",
+        note="Two cores, no GPU: the load generator and result collector (one Python process, ~0.3 core at the tier's knee) and the shadow verifier (a quarter core per repair worker) share the cores with the workers; the tier's best worker count is taken (at equal worker counts the ratio is in the README); not an equal-hardware comparison with the paper.",
     ),
     Claim(
         "C1",
