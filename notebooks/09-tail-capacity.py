@@ -24,8 +24,9 @@
 # from the mini-swe-agent trajectories: each request advances a live session by one call
 # or, at the trajectories' own share of calls with no reusable prefix, starts a session
 # at a random call (an initialization: a full encode).  Sojourn = completion − scheduled
-# arrival.  The tier's shadow verifier stays on at 5%, held to a quarter of a core (the
-# default `verify_cpu_share`: it pauses between checks); its counts are reported.  The
+# arrival.  The tier's shadow verifier stays on at 5%, held to a quarter of a core per
+# front end (`verify_cpu_share`, split over the repair workers: it pauses between checks);
+# its counts are reported.  The
 # load generator runs on the same cores as the workers, so on a small machine it competes
 # with them (the core count is recorded).
 
@@ -48,7 +49,7 @@ overhead_sessions = 4
 overhead_appends = 40
 overhead_context = 1_000_000
 verify_rate = 0.05
-verify_cpu_share = 0.25  # the verifier's CPU, at most this share of one core (Tier's default)
+verify_cpu_share = 0.25  # the verifiers' CPU, at most this share of one core per front end
 seed = 0
 results_dir = "results"
 

@@ -328,3 +328,12 @@ def test_generator_probe_measures_every_request(yield_gil):
 
     late = generator_probe.delivery_delays(300.0, yield_gil, duration_s=0.2, seed=1)
     assert late.size == loadgen.poisson_offsets(300.0, 0.2, seed=1).size > 0
+
+
+def test_the_front_ends_verifier_share_is_split_over_its_repair_workers():
+    from toktier.bench.tail_capacity import worker_tier_kw
+
+    kw = {"verify_cpu_share": 0.25, "delta_aware": False}
+    assert worker_tier_kw(kw, 2) == {"verify_cpu_share": 0.125, "delta_aware": False}
+    assert worker_tier_kw(kw, 1) == kw and kw["verify_cpu_share"] == 0.25  # not mutated
+    assert worker_tier_kw(None, 2) == {} and worker_tier_kw({"x": 1}, 4) == {"x": 1}

@@ -7,6 +7,8 @@ the variants alternated on one machine state.
   takes a whole core from the repair worker it shadows and from the load generator.
 - ``--ab gc``: the load generator with its garbage collector paused during each point
   (``loadgen.paused_gc``, the default) or running.
+- ``--ab split``: two repair workers whose verifiers share one quarter core (0.125 each)
+  or take a quarter core each.
 
 llama3, the recorded mixture of all trajectories.
 ``python -m toktier.bench.capacity_ab --ab verifier [--loads 1600,2400,3200,4800] [--out FILE]``.
@@ -20,31 +22,37 @@ import json
 from . import machine
 from . import tail_capacity as tc
 
-# name -> (verify_rate, verify_cpu_share, pause_gc)
+# name -> (verify_rate, verify_cpu_share of each worker, pause_gc, repair workers)
 VARIANTS = {
     "verifier": {
-        "verifier 5%, cpu_share 0.25": (0.05, 0.25, True),
-        "verifier 5%, cpu_share 1.0 (unbounded)": (0.05, 1.0, True),
-        "verifier off": (0.0, 1.0, True),
+        "verifier 5%, cpu_share 0.25": (0.05, 0.25, True, 1),
+        "verifier 5%, cpu_share 1.0 (unbounded)": (0.05, 1.0, True, 1),
+        "verifier off": (0.0, 1.0, True, 1),
     },
     "gc": {
-        "generator gc paused": (0.05, 0.25, True),
-        "generator gc running": (0.05, 0.25, False),
+        "generator gc paused": (0.05, 0.25, True, 1),
+        "generator gc running": (0.05, 0.25, False, 1),
+    },
+    "split": {
+        "2 workers, verifiers 0.125 core each": (0.05, 0.125, True, 2),
+        "2 workers, verifiers 0.25 core each": (0.05, 0.25, True, 2),
     },
 }
 KEYS = ("offered_rps", "p50_ms", "p99_ms", "service_p50_ms", "service_p99_ms",
-        "generator_late_p50_ms", "generator_late_p99_ms", "backlogged")  # fmt: skip
+        "generator_late_p50_ms", "generator_late_p99_ms", "backlogged",
+        "generator_cpu_us_per_req", "workers_cpu_us_per_req")  # fmt: skip
 
 
 def run(trajs, ab: str, loads, duration_s: float, repeats: int, tokenizer: str = "llama3"):
     rows = []
     for rep in range(repeats):
-        for name, (rate, share, pause_gc) in VARIANTS[ab].items():
-            cfg = [{"name": name, "mode": "tier", "workers": 1}]
+        for name, (rate, share, pause_gc, workers) in VARIANTS[ab].items():
+            cfg = [{"name": name, "mode": "tier", "workers": workers}]
             got, verifier = tc.capacity_sweep(
                 trajs, tokenizer, configs=cfg, loads={"tier": loads}, duration_s=duration_s,
                 max_context_chars=None, verify_rate=rate, progress=False, stop_ms=float("inf"),
-                tier_kw={"verify_cpu_share": share}, pause_gc=pause_gc,
+                # capacity_sweep splits the front end's share over the workers
+                tier_kw={"verify_cpu_share": share * workers}, pause_gc=pause_gc,
             )  # fmt: skip
             for r in got:
                 rows.append({"variant": name, "repeat": rep, **{k: r[k] for k in KEYS},

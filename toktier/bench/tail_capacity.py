@@ -71,10 +71,20 @@ def _service_sample(out: dict, k: int = 2000, seed: int = 0) -> list[float]:
     return [round(float(x), 4) for x in s]
 
 
+def worker_tier_kw(tier_kw: dict | None, workers: int) -> dict:
+    """Each repair worker's ``Tier`` arguments: ``verify_cpu_share`` is the front end's
+    verification budget, split evenly over its workers, so a tier with more workers does
+    not verify with more of the machine (each worker's verifier is its own thread)."""
+    kw = dict(tier_kw or {})
+    if "verify_cpu_share" in kw:
+        kw["verify_cpu_share"] = kw["verify_cpu_share"] / workers
+    return kw
+
+
 def _pool(cfg, tokenizer_name, work, verify_rate, tier_kw=None):
     return WorkerPool(
         cfg["mode"], tokenizer_name, work, workers=cfg["workers"], verify_rate=verify_rate,
-        tier_kw=tier_kw,
+        tier_kw=worker_tier_kw(tier_kw, cfg["workers"]),
     )
 
 
@@ -105,7 +115,8 @@ def capacity_sweep(
 ):
     """P99 sojourn vs Poisson offered load per configuration; returns (rows, verifier totals).
 
-    ``tier_kw``: extra ``Tier`` arguments for the tier's workers (e.g. ``verify_cpu_share``);
+    ``tier_kw``: extra ``Tier`` arguments for the tier's workers (``verify_cpu_share`` is
+    the whole front end's, split over its workers: ``worker_tier_kw``);
     ``pause_gc``: the generator's garbage collector is off during each point (``loadgen``).
 
     Each row also carries the generator's lag (``generator_late_*``: when it grows, the
