@@ -13,12 +13,12 @@ call), and materializes a call's text itself, as a front end has the text it
 just received.  Requests and plain answers cross raw pipes as fixed-size
 ``struct`` records, written and read whole (a record is smaller than the
 pipe's atomic-write size, so readers never see half of one): pickling a
-request and its answer through ``multiprocessing.Queue`` cost the harness
-~100 us of the worker's CPU and ~200 us of the generator process's per
-request (measured on the 2-vCPU VM at 2,400-3,200 req/s), a third of what the
-tier itself spends.  Answers that carry IDs or an error, and control
-messages, still travel pickled on a second pipe.  Timestamps are ``time.perf_counter()``, the system-wide
-monotonic clock on Linux, so sojourn = completion - scheduled arrival is
+request and its answer through ``multiprocessing.Queue`` cost ~100 us of the
+worker's CPU and ~200 us of the generator process's per request (measured on
+the 2-vCPU VM at 2,400-3,200 req/s), against the ~200 us the tier spends
+serving one.  Answers that carry IDs or an error, and control messages,
+still travel pickled on a second pipe.  Timestamps are ``time.perf_counter()``,
+the system-wide monotonic clock on Linux, so sojourn = completion - scheduled arrival is
 measured across processes.  A worker that dies is restarted empty at its slot;
 its queued requests are re-sent and its sessions become misses (still exact).  A
 worker that cannot start is retried with back-off (0.5 s, 1 s, 2 s, ...) at most

@@ -1,5 +1,5 @@
-"""A/B of experiment 09's harness and tier settings: one repair worker's Poisson ladder,
-the variants alternated on one machine state.
+"""A/B of experiment 09's harness and tier settings: each variant's Poisson ladder, the
+variants alternated on one machine state (a repeat's variants see the same seed).
 
 - ``--ab verifier``: the shadow verifier at 5% held to ``verify_cpu_share`` 0.25 (the
   default), unbounded (1.0), and off.  An unbounded verifier re-encodes every sample it
@@ -9,6 +9,9 @@ the variants alternated on one machine state.
   (``loadgen.paused_gc``, the default) or running.
 - ``--ab split``: two repair workers whose verifiers share one quarter core (0.125 each)
   or take a quarter core each.
+- ``--ab knee``: fastokens (two workers) and the tier (one and two repair workers) on
+  finer ladders around their knees, repeated with different seeds: experiment 09's ladder
+  steps (800 -> 1,200 req/s for fastokens) are too coarse to tell a 2.7x from a 4x.
 
 llama3, the recorded mixture of all trajectories.
 ``python -m toktier.bench.capacity_ab --ab verifier [--loads 1600,2400,3200,4800] [--out FILE]``.
@@ -22,37 +25,46 @@ import json
 from . import machine
 from . import tail_capacity as tc
 
-# name -> (verify_rate, verify_cpu_share of each worker, pause_gc, repair workers)
+# name -> (mode, workers, verify_rate, the front end's verify_cpu_share, pause_gc); the
+# front end's share is split over its repair workers (tail_capacity.worker_tier_kw)
 VARIANTS = {
     "verifier": {
-        "verifier 5%, cpu_share 0.25": (0.05, 0.25, True, 1),
-        "verifier 5%, cpu_share 1.0 (unbounded)": (0.05, 1.0, True, 1),
-        "verifier off": (0.0, 1.0, True, 1),
+        "verifier 5%, cpu_share 0.25": ("tier", 1, 0.05, 0.25, True),
+        "verifier 5%, cpu_share 1.0 (unbounded)": ("tier", 1, 0.05, 1.0, True),
+        "verifier off": ("tier", 1, 0.0, 1.0, True),
     },
     "gc": {
-        "generator gc paused": (0.05, 0.25, True, 1),
-        "generator gc running": (0.05, 0.25, False, 1),
+        "generator gc paused": ("tier", 1, 0.05, 0.25, True),
+        "generator gc running": ("tier", 1, 0.05, 0.25, False),
     },
     "split": {
-        "2 workers, verifiers 0.125 core each": (0.05, 0.125, True, 2),
-        "2 workers, verifiers 0.25 core each": (0.05, 0.25, True, 2),
+        "2 workers, verifiers 0.125 core each": ("tier", 2, 0.05, 0.25, True),
+        "2 workers, verifiers 0.25 core each": ("tier", 2, 0.05, 0.5, True),
+    },
+    "knee": {
+        "stateless fastokens, 2 workers": ("fastokens", 2, 0.05, 0.25, True),
+        "toktier, 1 repair worker": ("tier", 1, 0.05, 0.25, True),
+        "toktier, 2 repair workers": ("tier", 2, 0.05, 0.25, True),
     },
 }
+# --ab knee: each front end's ladder around its knee in experiment 09
+KNEE_LOADS = {"fastokens": [800.0, 1000.0, 1200.0, 1400.0], "tier": [3200.0, 4000.0, 4800.0]}
 KEYS = ("offered_rps", "p50_ms", "p99_ms", "service_p50_ms", "service_p99_ms",
         "generator_late_p50_ms", "generator_late_p99_ms", "backlogged",
         "generator_cpu_us_per_req", "workers_cpu_us_per_req")  # fmt: skip
 
 
 def run(trajs, ab: str, loads, duration_s: float, repeats: int, tokenizer: str = "llama3"):
+    """``loads``: one ladder for every variant, or {mode: ladder}."""
     rows = []
     for rep in range(repeats):
-        for name, (rate, share, pause_gc, workers) in VARIANTS[ab].items():
-            cfg = [{"name": name, "mode": "tier", "workers": workers}]
+        for name, (mode, workers, rate, share, pause_gc) in VARIANTS[ab].items():
+            ladder = loads[mode] if isinstance(loads, dict) else loads
+            cfg = [{"name": name, "mode": mode, "workers": workers}]
             got, verifier = tc.capacity_sweep(
-                trajs, tokenizer, configs=cfg, loads={"tier": loads}, duration_s=duration_s,
+                trajs, tokenizer, configs=cfg, loads={mode: ladder}, duration_s=duration_s,
                 max_context_chars=None, verify_rate=rate, progress=False, stop_ms=float("inf"),
-                # capacity_sweep splits the front end's share over the workers
-                tier_kw={"verify_cpu_share": share * workers}, pause_gc=pause_gc,
+                tier_kw={"verify_cpu_share": share}, pause_gc=pause_gc, seed=rep,
             )  # fmt: skip
             for r in got:
                 rows.append({"variant": name, "repeat": rep, **{k: r[k] for k in KEYS},
@@ -69,12 +81,16 @@ def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ab", choices=sorted(VARIANTS), required=True)
-    ap.add_argument("--loads", default="1600,2400,3200,4800")
+    ap.add_argument("--loads", default=None,
+                    help="comma-separated req/s (default 1600,2400,3200,4800; --ab knee: KNEE_LOADS)")
     ap.add_argument("--duration", type=float, default=8.0, help="seconds per load point")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
-    loads = [float(x) for x in args.loads.split(",")]
+    if args.loads:
+        loads = [float(x) for x in args.loads.split(",")]
+    else:
+        loads = KNEE_LOADS if args.ab == "knee" else [1600.0, 2400.0, 3200.0, 4800.0]
     archive = find_archive("mini-swe-agent")
     if archive is None:
         raise SystemExit("no mini-swe-agent archive: run `toktier build` (or fetch-data) first")

@@ -647,7 +647,7 @@ CLAIMS: list[Claim] = [
         "fastokens (50 ms P99) on the same cores",
         _tail_capacity,
         runs=("tail-capacity.json",),
-        note="Two cores, no GPU: the load generator and result collector (one Python process, ~0.3 core at the tier's knee) and the shadow verifier (a quarter core per repair worker) share the cores with the workers; the tier's best worker count is taken (at equal worker counts the ratio is in the README); not an equal-hardware comparison with the paper.",
+        note="Two cores, no GPU: the load generator and result collector (one Python process, ~0.2–0.3 core at the tier's knee) and the shadow verifiers (a quarter core per front end, split over its repair workers) share the cores with the workers; the tier's best worker count is taken (at equal worker counts the ratio is in the README); fastokens' knee falls between the ladder's 800 and 1,200 req/s steps, so one run reads 2.7× or 4.0×: three repeats on finer ladders (`python -m toktier.bench.capacity_ab --ab knee`) gave 3.2–5.0×, median 4.0×; not an equal-hardware comparison with the paper.",
     ),
     Claim(
         "C1",
