@@ -157,6 +157,33 @@ def test_parallel_parts_are_cut_where_both_sides_encode_alone(engine):
                 assert left + enc(text[p:], add_special_tokens=False).ids == ref.ids, (p, text)
 
 
+def test_the_small_cut_window_finds_the_large_windows_first_cut(engine):
+    """``part_bounds`` asks ``_byte_cut_near`` within CUT_FIRST_SEARCH bytes before CUT_SEARCH:
+    whenever the small window has a cut, it is the large window's first cut (the rule reads
+    only the characters around a position).  Targets at random on code, multilingual prose
+    and literal-dense text; the windows' ends fall at every kind of position."""
+    from toktier.engine import cpu
+
+    args = engine._cut_args()
+    lits = [t.content for t in engine.tokenizer.added_tokens if t.content][:8]
+    rng = random.Random(11)
+    texts = [
+        "".join(itertools.islice(corpus.stdlib_documents(), 40))[:60_000],
+        "".join(itertools.islice(corpus.pycountry_documents(), 3))[:60_000],
+        "".join(rng.choice([*lits, " x", "é", "e\u0301", "中文", "\n", "  "]) for _ in range(8000)),
+    ]
+    found = 0
+    for text in texts:
+        u8 = np.frombuffer(text.encode(), np.uint8)
+        for _ in range(150):
+            b = rng.randrange(1, u8.size)
+            small = cpu._byte_cut_near(u8, b, cpu.CUT_FIRST_SEARCH, *args, False)
+            large = cpu._byte_cut_near(u8, b, cpu.CUT_SEARCH, *args, False)
+            assert small in (-1, large), (b, small, large)
+            found += small >= 0
+    assert found > 300  # the small window nearly always has one (the point of asking it first)
+
+
 @pytest.mark.parametrize(
     "text",
     [

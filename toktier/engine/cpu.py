@@ -64,6 +64,9 @@ piece_hash = RULES.piece_hash
 
 MIN_PARALLEL_CHARS = 1 << 16  # below this, one thread is faster than splitting
 CUT_SEARCH = 1 << 14  # how far past a target position to look for a certified cut
+# ... looked at first within this many bytes: the window is decoded whole, and a cut is
+# nearly always a few characters away (the first cut in both windows is the same one)
+CUT_FIRST_SEARCH = 512
 NFC_COALESCE = 64  # join reference stretches closer than this (fewer reference calls)
 
 
@@ -196,12 +199,17 @@ def _byte_cut_near(u8, target, search, bits, class_of, stable, nfc, f1, k1, c1, 
 
 def part_bounds(u8: np.ndarray, parts: int, cut_args: tuple, isolated: bool = False) -> list[int]:
     """Byte offsets ``[0, c1, ..., len]`` of cuts near ``parts`` equal sizes, each found by
-    ``_byte_cut_near(u8, target, CUT_SEARCH, *cut_args, isolated)`` (both engines' parts)."""
+    ``_byte_cut_near(u8, target, CUT_SEARCH, *cut_args, isolated)`` (both engines' parts),
+    asked first within ``CUT_FIRST_SEARCH`` bytes: the rule at a position reads only
+    the characters around it, so the first cut of the small window is the first of the
+    large one, found without decoding 16 KiB per cut (0.28 ms per 1M-character call)."""
     nb = u8.size
     out = [0]
     for k in range(1, parts):
         target = max(nb * k // parts, out[-1] + 1)
-        c = _byte_cut_near(u8, target, CUT_SEARCH, *cut_args, isolated)
+        c = _byte_cut_near(u8, target, CUT_FIRST_SEARCH, *cut_args, isolated)
+        if c < 0:
+            c = _byte_cut_near(u8, target, CUT_SEARCH, *cut_args, isolated)
         if out[-1] < c < nb:
             out.append(int(c))
     out.append(nb)
@@ -896,11 +904,14 @@ class CpuEngine:
         return self._encode_kernel(u8, t.bits, t.fold, t.family_code, False, *self._trie_args,
                                    self.bpe, *self._cache(), wk, spans)  # fmt: skip
 
+    def _cut_args(self) -> tuple:
+        """``_byte_cut_near``'s tables after its bytes and target (``part_bounds``)."""
+        t = self.tables
+        return (t.bits, self._class_of, self._stable, t.nfc, *self._trie_args, self._max_literal)
+
     def _part_bounds(self, u8: np.ndarray, parts: int) -> list[int]:
         """Byte offsets ``[0, c1, ..., len]`` of certified cuts near equal part sizes."""
-        t = self.tables
-        return part_bounds(u8, parts, (t.bits, self._class_of, self._stable, t.nfc,
-                                       *self._trie_args, self._max_literal))  # fmt: skip
+        return part_bounds(u8, parts, self._cut_args())
 
     def _encode_parts(self, u8: np.ndarray, bounds: list[int], threads: int, spans: bool = True):
         """Encode the chunks ``u8[bounds[k]:bounds[k+1]]`` on ``threads`` threads and join
