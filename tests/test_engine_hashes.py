@@ -60,3 +60,30 @@ def test_compiled_hashes_equal_their_formula():
     assert out[1].tolist() == want_piece
     assert out[2].tolist() == want_check
     assert (out[0] >= 0).all() and (out[1] >= 0).all() and (out[2] >= 0).all()
+
+
+def test_piece_keys_from_word_loads_equal_the_byte_by_byte_keys():
+    """On the CPU a short piece's key words come from two unaligned 8-byte loads masked to
+    its length (``jit.load_word``); the GPU packs them byte by byte.  Both give the same
+    (lw, w0, w1) for every length 1..16 at every offset, the array's last bytes included
+    (where the loads would read past the end, the byte loop runs instead), and the
+    keys equal their formula in Python integers."""
+    rng = np.random.default_rng(9)
+    buf = rng.integers(0, 256, 600, dtype=np.uint8)
+    buf[:40] = 0xFF  # high bytes: a sign bit in any word would show
+    words, bytes_ = cpu.RULES.piece_words, cpu.RULES.piece_words_bytes
+    checked = 0
+    for b0 in range(buf.size):
+        for length in range(1, 17):
+            b1 = b0 + length
+            if b1 > buf.size:
+                break
+            got = words(buf, b0, b1)
+            assert got == bytes_(buf, b0, b1), (b0, length)
+            data = bytes(buf[b0:b1])
+            w0 = int.from_bytes(data[:7], "little")
+            w1 = int.from_bytes(data[7:14], "little")
+            lw = length | (int.from_bytes(data[14:], "little") << 8 if length > 14 else 0)
+            assert got == (lw, w0, w1), (b0, length)
+            checked += 1
+    assert checked > 9000

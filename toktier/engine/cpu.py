@@ -44,7 +44,7 @@ from .tables import EngineTables, EngineUnsupported
 
 CACHE_DIR = _jit.use_engine_cache()  # before any decorator below
 RULES = _rules.make(numba.njit(cache=True, nogil=True, _nrt=False), _jit.prefetch_row,
-                    _jit.Atomics)  # fmt: skip
+                    _jit.Atomics, _jit.load_word)  # fmt: skip
 # numba resolves callees as module globals, not attributes:
 CACHE_SLOTS = _rules.CACHE_SLOTS
 CACHE_COLS = _rules.CACHE_COLS

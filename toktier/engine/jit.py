@@ -106,6 +106,26 @@ def prefetch_row(typingctx, arr, row):
     return sig, codegen
 
 
+@intrinsic
+def load_word(typingctx, arr, index):
+    """The 8 bytes of a uint8 array from ``index`` as one little-endian int64: one unaligned
+    load (LLVM ``load i64, align 1``) where a loop would read them one by one.  The caller
+    keeps ``index + 8 <= arr.size``; x86-64 and aarch64 load unaligned words natively."""
+    if not (isinstance(arr, types.Array) and arr.dtype == types.uint8 and arr.ndim == 1
+            and arr.layout == "C" and isinstance(index, types.Integer)):  # fmt: skip
+        return None  # contiguous bytes only: the word is read from consecutive addresses
+    sig = types.int64(arr, index)
+
+    def codegen(context, builder, signature, args):
+        aryty, idxty = signature.args
+        ary = context.make_array(aryty)(context, builder, args[0])
+        i = context.cast(builder, args[1], idxty, types.intp)
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [i], wraparound=False)
+        return builder.load(builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
+
+    return sig, codegen
+
+
 # --- atomics for the shared piece caches (rules' seqlock rows) ----------------------------
 # Every read and write of a piece-cache row goes through these: the rows are shared by
 # every thread of an engine, so an access that may race another must be atomic for the

@@ -128,11 +128,13 @@ class SpTables(NamedTuple):
 PREFETCH_AHEAD = 4  # pieces: how far ahead the piece loop asks for its table rows (rules.encode_range)
 
 
-def make(jit, prefetch_row=None, atomics=None):
+def make(jit, prefetch_row=None, atomics=None, load_word=None):
     """Compile the rules with ``jit``; returns a namespace object of compiled functions.
 
     ``prefetch_row(array, row)`` is a memory hint (``jit.prefetch_row`` on the CPU);
     without one (GPU, simulator) it compiles to nothing.  Hints never change results.
+    ``load_word(u8, i)``: the 8 bytes from ``i`` as one little-endian int64
+    (``jit.load_word`` on the CPU); without it, piece keys are packed byte by byte.
     ``atomics``: the accesses of piece-cache rows (``jit.Atomics`` on the CPU, where
     threads share the caches); without it, plain accesses (the GPU's ranges give
     each thread its own caches).
@@ -660,9 +662,33 @@ def make(jit, prefetch_row=None, atomics=None):
         h = ((h ^ x) * 0x100000001B3) & M63
         return h ^ (h >> 29)
 
+    words_at_once = load_word is not None  # a compile-time constant
+    if load_word is None:
+
+        @jit
+        def load_word(u8, i):
+            return 0
+
     @jit
     def piece_words(u8, b0, b1):
-        """A short piece's exact key (lw, w0, w1): its length and bytes, 7 to a word."""
+        """A short piece's exact key (lw, w0, w1): its length and bytes, 7 to a word.
+
+        With ``load_word``, a piece of at most 14 bytes that has 8 readable bytes at
+        each word's start gets its words from two unaligned loads, masked to its length
+        (the same key; ``tests/test_engine.py`` compares both ways).
+        """
+        lw = b1 - b0
+        if words_at_once and lw <= 14 and b0 + 15 <= u8.size:
+            w0 = load_word(u8, b0) & ((1 << (8 * min(lw, 7))) - 1)
+            w1 = 0
+            if lw > 7:
+                w1 = load_word(u8, b0 + 7) & ((1 << (8 * (lw - 7))) - 1)
+            return lw, w0, w1
+        return piece_words_bytes(u8, b0, b1)
+
+    @jit
+    def piece_words_bytes(u8, b0, b1):
+        """``piece_words`` one byte at a time (the GPU's, and near the array's end)."""
         w0 = 0
         w1 = 0
         lw = b1 - b0
