@@ -675,7 +675,7 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None):
 
         With ``load_word``, a piece of at most 14 bytes that has 8 readable bytes at
         each word's start gets its words from two unaligned loads, masked to its length
-        (the same key; ``tests/test_engine.py`` compares both ways).
+        (the same key; ``tests/test_engine_hashes.py`` compares both ways).
         """
         lw = b1 - b0
         if words_at_once and lw <= 14 and b0 + 15 <= u8.size:
