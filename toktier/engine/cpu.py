@@ -50,6 +50,7 @@ CACHE_SLOTS = _rules.CACHE_SLOTS
 CACHE_COLS = _rules.CACHE_COLS
 LONG_SLOTS = _rules.LONG_SLOTS
 LONG_COLS = _rules.LONG_COLS
+RING_WORDS = _rules.RING_WORDS
 utf8_decode = RULES.utf8_decode
 decode_at = RULES.decode_at
 literal_at = RULES.literal_at
@@ -371,12 +372,12 @@ def _cut_before(t, n, cps, fl, class_of, stable, nfc, ls, le, nlit):
 
 @numba.njit(cache=True, nogil=True)
 def _encode_chunk(c0, c1, n0, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit, bt, cache,
-                  lcache, ends, sym, rank, nxt, prv, heap, out_ids, out_s, out_e, spans):  # fmt: skip
+                  lcache, ends, sym, rank, nxt, prv, heap, out_ids, out_s, out_e, spans, ring):  # fmt: skip
     """Encode characters ``[c0, c1)`` into the output slots from ``n0``; returns the count."""
     lit0 = np.searchsorted(ls[:nlit], c0)
     n = encode_range(c0, c1, cps, fl, fold, family, u8, char_start, ls, le, lid, lit0, nlit, bt,
                      ends, sym, rank, nxt, prv, heap, cache, lcache, out_ids, out_s, out_e,
-                     n0, spans)  # fmt: skip
+                     n0, spans, ring)  # fmt: skip
     return n - n0
 
 
@@ -393,9 +394,10 @@ def _encode_one(k, lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, 
     nxt = np.empty(nb + 1, dtype=np.int64)
     prv = np.empty(nb + 1, dtype=np.int64)
     heap = np.empty(3 * nb + 3, dtype=np.int64)
+    ring = np.empty(RING_WORDS, dtype=np.int64)
     counts[k] = _encode_chunk(c0, c1, base[k], cps, fl, fold, family, u8, char_start, ls, le, lid,
                               nlit, bt, cache, lcache, ends, sym, rank, nxt, prv, heap, out_ids,
-                              out_s, out_e, True)  # fmt: skip
+                              out_s, out_e, True, ring)  # fmt: skip
 
 
 @numba.njit(cache=True, nogil=True)
@@ -449,6 +451,7 @@ class Workspace(NamedTuple):
     out_ids: np.ndarray  # int64[cap]: tokens before the caller's copy
     out_s: np.ndarray
     out_e: np.ndarray
+    ring: np.ndarray  # int64[RING_WORDS]: keys of the pieces ahead (``rules.encode_range``)
 
 
 def new_workspace(cap: int) -> Workspace:
@@ -457,7 +460,7 @@ def new_workspace(cap: int) -> Workspace:
         e(cap, np.uint32), e(cap + 1, np.int64), e(cap, np.uint16), e(cap, np.int64),
         e(cap, np.int64), e(cap, np.int64), e(cap + 1, np.int64), e(cap + 1, np.int64),
         e(cap + 1, np.int64), e(cap + 1, np.int64), e(cap + 1, np.int64), e(3 * cap + 3, np.int64),
-        e(cap, np.int64), e(cap, np.int64), e(cap, np.int64),
+        e(cap, np.int64), e(cap, np.int64), e(cap, np.int64), e(RING_WORDS, np.int64),
     )  # fmt: skip
 
 
@@ -586,7 +589,7 @@ def _encode_text(u8, bits, fold, family, nfc, f1, k1, c1, t1, f2, k2, c2, t2, ha
     nlit = _find_literals(cps, n, f1, k1, c1, t1, f2, k2, c2, t2, has2, wk.ls, wk.le, wk.lid)
     m = _encode_chunk(0, n, 0, cps, fl, fold, family, u8, char_start, wk.ls, wk.le, wk.lid, nlit,
                       bt, cache, lcache, wk.ends, wk.sym, wk.rank, wk.nxt, wk.prv, wk.heap,
-                      wk.out_ids, wk.out_s, wk.out_e, spans)  # fmt: skip
+                      wk.out_ids, wk.out_s, wk.out_e, spans, wk.ring)  # fmt: skip
     if not spans:
         return wk.out_ids[:m].astype(np.uint32), wk.out_s[:0].copy(), wk.out_e[:0].copy(), True
     return wk.out_ids[:m].astype(np.uint32), wk.out_s[:m].copy(), wk.out_e[:m].copy(), True

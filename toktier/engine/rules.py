@@ -125,7 +125,9 @@ class SpTables(NamedTuple):
     ascii_pairs: np.ndarray  # int64[256]: the same for two ASCII characters, bit a << 7 | b
 
 
-PREFETCH_AHEAD = 4  # pieces: how far ahead the piece loop asks for its table rows (rules.encode_range)
+PREFETCH_AHEAD = 8  # pieces: how far ahead the piece loop asks for its table rows (rules.encode_range)
+RING_SLOTS = 16  # keys kept for the pieces in between (a power of two > PREFETCH_AHEAD)
+RING_WORDS = 4 * RING_SLOTS  # an encode_range ring: (lw, w0, w1, hash) per slot
 
 
 def make(jit, prefetch_row=None, atomics=None, load_word=None):
@@ -1000,9 +1002,23 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None):
         return lw, w0, w1, h
 
     @jit
+    def ring_put(ring, q, key):
+        """Keep piece ``q``'s key (lw, w0, w1, hash) in its slot of ``ring``."""
+        r = (q & (RING_SLOTS - 1)) * 4
+        ring[r] = key[0]
+        ring[r + 1] = key[1]
+        ring[r + 2] = key[2]
+        ring[r + 3] = key[3]
+
+    @jit
+    def ring_get(ring, q):
+        r = (q & (RING_SLOTS - 1)) * 4
+        return ring[r], ring[r + 1], ring[r + 2], ring[r + 3]
+
+    @jit
     def encode_range(c0, c1, cps, fl, fold, family, u8, char_start, ls, le, lid, lit0, nlit, bt,
                      ends, sym, rank, nxt, prv, heap, cache, lcache, out_ids, out_s, out_e,
-                     n, spans):  # fmt: skip
+                     n, spans, ring):  # fmt: skip
         """Tokens of characters ``[c0, c1)``: literals ``lit0..`` inside it, pieces between them.
 
         ``spans`` False: only ``out_ids`` is written (``out_s``/``out_e`` are left as they
@@ -1012,7 +1028,8 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None):
         Workspaces: ``ends`` >= c1 - c0 entries, ``sym``/``rank``/``nxt``/``prv`` >=
         the range's bytes, ``heap`` >= 3x that, ``cache`` int64[CACHE_SLOTS, CACHE_COLS]
         (zeroed or carried over from earlier calls of the same tokenizer), ``lcache``
-        int64[LONG_SLOTS, LONG_COLS] likewise; ``bt`` the tokenizer's ``BpeTables``.
+        int64[LONG_SLOTS, LONG_COLS] likewise; ``bt`` the tokenizer's ``BpeTables``;
+        ``ring`` int64[RING_WORDS], the keys of the pieces whose rows are on their way.
         Returns the new token count.
         """
         k = lit0
@@ -1024,20 +1041,17 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None):
             if seg_end > pos:
                 np_ = pretokenize_segment(cps, fl, fold, pos, seg_end, family, ends, 0)
                 ps = pos
-                # The keys of the next PREFETCH_AHEAD (= 4) pieces ride along in registers:
-                # each key is computed once, its table rows requested 4 pieces early.
-                k0 = piece_key(0, np_, pos, ends, char_start, u8, bt.smap, cache)
-                k1 = piece_key(1, np_, pos, ends, char_start, u8, bt.smap, cache)
-                k2_ = piece_key(2, np_, pos, ends, char_start, u8, bt.smap, cache)
-                k3 = piece_key(3, np_, pos, ends, char_start, u8, bt.smap, cache)
+                # The keys of the next PREFETCH_AHEAD (= 8) pieces wait in ``ring``: each key
+                # is computed once, its table rows requested 8 pieces before they are read
+                # (4 ahead, held in registers, left multilingual prose waiting on memory:
+                # results/runs/engine-ab/prefetch-ring.txt).
+                for q in range(PREFETCH_AHEAD):
+                    ring_put(ring, q, piece_key(q, np_, pos, ends, char_start, u8, bt.smap, cache))
                 for q in range(np_):
-                    key = k0
-                    k0 = k1
-                    k1 = k2_
-                    k2_ = k3
-                    k3 = piece_key(
-                        q + PREFETCH_AHEAD, np_, pos, ends, char_start, u8, bt.smap, cache
-                    )
+                    key = ring_get(ring, q)
+                    ring_put(ring, q + PREFETCH_AHEAD,
+                             piece_key(q + PREFETCH_AHEAD, np_, pos, ends, char_start, u8, bt.smap,
+                                       cache))  # fmt: skip
                     pe = ends[q]
                     b0 = char_start[ps]
                     length = char_start[pe] - b0

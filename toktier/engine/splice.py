@@ -135,6 +135,7 @@ class Workspace(NamedTuple):
     c_ord: np.ndarray  # ordinals of cached records in a search region
     f_key: np.ndarray  # keys of fresh records in a search region
     res: np.ndarray  # int64[RES_SIZE]
+    ring: np.ndarray  # int64[rules.RING_WORDS]: keys of the pieces ahead (``encode_range``)
 
 
 def new_workspace(capacity: int) -> Workspace:
@@ -159,6 +160,7 @@ def new_workspace(capacity: int) -> Workspace:
         c_ord=i64(),
         f_key=i64(),
         res=np.zeros(RES_SIZE, dtype=np.int64),
+        ring=np.empty(cpu.RING_WORDS, dtype=np.int64),
     )
 
 
@@ -492,7 +494,8 @@ def plan_engine(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n
     lit0 = lower_bound(wk.ls, 0, nlit, c0)
     nf = encode_range(c0, nw, cps, wk.fl, ea.fold, ea.family, u8, wk.char_start, wk.ls, wk.le,
                       wk.lid, lit0, nlit, ea.bpe, wk.ends, wk.sym, wk.rank, wk.nxt, wk.prv,
-                      wk.heap, ctx.cache, ctx.lcache, wk.f_ids, wk.f_s, wk.f_e, 0, True)  # fmt: skip
+                      wk.heap, ctx.cache, ctx.lcache, wk.f_ids, wk.f_s, wk.f_e, 0, True,
+                      wk.ring)  # fmt: skip
     plan_core(ra, cps, nw, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
               wk.f_ids, wk.f_s, wk.f_e, nf, wk, cut_k)  # fmt: skip
     apply_if_free(apply_now, c_ids, c_s, c_e, n, wk.f_ids, wk.f_s, wk.f_e, ws, new_len - old_len,

@@ -14,9 +14,9 @@ re-exports it.)
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda
+from numba import cuda, int64
 
-from ..rules import CACHE_COLS, LONG_COLS, NFC_UNSAFE
+from ..rules import CACHE_COLS, LONG_COLS, NFC_UNSAFE, RING_WORDS
 from .device import DEVICE
 
 encode_range = DEVICE.encode_range
@@ -40,12 +40,13 @@ def k_encode_ranges(lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le,
     """Thread k encodes range k into the output slots from ``base[k]``."""
     k = cuda.grid(1)
     if k < lo.size:
+        ring = cuda.local.array(RING_WORDS, int64)  # the piece keys ahead, per thread
         lit0 = 0
         while lit0 < nlit and ls[lit0] < lo[k]:
             lit0 += 1
         n = encode_range(lo[k], hi[k], cps, fl, fold, family, u8, char_start, ls, le, lid, lit0,
                          nlit, bt, ends[k], sym[k], rank[k], nxt[k], prv[k], heap[k], cache[k],
-                         lcache[k], out_ids, out_s, out_e, base[k], True)  # fmt: skip
+                         lcache[k], out_ids, out_s, out_e, base[k], True, ring)  # fmt: skip
         counts[k] = n - base[k]
 
 
