@@ -128,6 +128,10 @@ class SpTables(NamedTuple):
 PREFETCH_AHEAD = 8  # pieces: how far ahead the piece loop asks for its table rows (rules.encode_range)
 RING_SLOTS = 16  # keys kept for the pieces in between (a power of two > PREFETCH_AHEAD)
 RING_WORDS = 4 * RING_SLOTS  # an encode_range ring: (lw, w0, w1, hash) per slot
+# A key must still be in its slot when its piece is reached: a slot reused earlier would hand
+# the piece another piece's key, and the lookups would answer for that piece.
+if RING_SLOTS & (RING_SLOTS - 1) or RING_SLOTS <= PREFETCH_AHEAD:
+    raise ValueError("RING_SLOTS must be a power of two above PREFETCH_AHEAD")
 
 
 def make(jit, prefetch_row=None, atomics=None, load_word=None):
