@@ -238,6 +238,38 @@ def test_bound_entry_point_refuses_other_types():
     assert bound(b, 0, 10, 7) == 7
 
 
+@given(
+    steps=st.lists(st.integers(0, 3), min_size=0, max_size=300),
+    bounds=st.tuples(st.integers(0, 310), st.integers(0, 310)),
+    x=st.integers(-2, 500),
+)
+def test_galloping_lower_bound_equals_binary_search(steps, bounds, x):
+    """``lower_bound_back`` (the session arrays' search: reads only entries near the end)
+    answers exactly as ``lower_bound`` and numpy do, duplicates included (records that
+    share a start)."""
+    a = np.cumsum(np.asarray(steps, dtype=np.int64)) if steps else np.zeros(0, np.int64)
+    lo, hi = min(bounds), max(bounds)
+    hi = min(hi, a.size)
+    lo = min(lo, hi)
+    want = lo + int(np.searchsorted(a[lo:hi], x, side="left"))
+    assert splice.lower_bound(a, lo, hi, x) == want
+    assert splice.lower_bound_back(a, lo, hi, x) == want
+
+
+@given(
+    steps=st.lists(st.integers(0, 3), min_size=1, max_size=200),
+    bounds=st.tuples(st.integers(-3, 600), st.integers(-3, 600)),
+)
+def test_in_region_matches_the_python_plan(steps, bounds):
+    """The compiled region search equals ``repair._in_region`` (lo <= hi, as the plans ask)."""
+    starts = np.cumsum(np.asarray(steps, dtype=np.int64))
+    ends = starts + 1 + (np.arange(starts.size) % 3)
+    ends = np.maximum.accumulate(ends)
+    lo, hi = min(bounds), max(bounds)
+    i0, i1 = splice.in_region(starts, ends, starts.size, lo, hi)
+    assert (i0, i1) == tuple(repair._in_region(starts, ends, lo, hi))
+
+
 _ALPHABET = st.sampled_from(["a", "b", " ", "é", "€", "\u0301", "😀", "\U0010ffff"])
 
 

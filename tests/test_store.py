@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from toktier.store import SessionState, SessionStore
+from toktier.store import SessionState, SessionStore, seed_capacity
 
 
 def _state(name="s", n=10, text="abcdefghij"):
@@ -57,8 +57,29 @@ def test_memory_accounting_is_about_twelve_bytes_per_token_plus_text():
     st = SessionState("s", "sha")
     n = 100_000
     st.commit_full(np.zeros(n, np.uint32), np.arange(n), np.arange(n) + 4, "x" * (4 * n))
+    assert len(st.ids) == seed_capacity(n) and st.n == n
     per_token = st.nbytes / n
-    assert 12 + 4 <= per_token < 12 + 4 + 1  # uint32 id + int32 start/end + ~4 ASCII chars
+    # uint32 id + int32 start/end (12 B), the seed's room for appends (1/16 of it, plus
+    # 256 records), ~4 ASCII chars of text
+    room = 12 * (seed_capacity(n) - n) / n
+    assert 12 + 4 + room <= per_token < 12 + 4 + room + 1
+    assert room < 12 / 15
+    assert st.used_nbytes / n < 12 + 4 + 1
+
+
+def test_seeded_session_appends_in_place_until_its_room_is_used():
+    st = SessionState("s", "sha")
+    n = 10_000
+    st.commit_full(np.arange(n, dtype=np.uint32), np.arange(n), np.arange(n) + 1, "y" * n)
+    arrays = (st.ids, st.starts, st.ends)
+    room = seed_capacity(n) - n
+    for k in range(room // 2):  # two records per append
+        st.commit_replace_tail(st.n, np.array([1, 2], np.uint32), np.array([0, 1]),
+                               np.array([1, 2]), "ab")  # fmt: skip
+        assert all(a is b for a, b in zip(arrays, (st.ids, st.starts, st.ends), strict=True)), k
+    st.commit_replace_tail(st.n, np.array([3, 4, 5], np.uint32), np.zeros(3), np.ones(3), "c")
+    assert st.ids is not arrays[0] and len(st.ids) >= 2 * seed_capacity(n)  # then doubling
+    assert st.ids[:n].tolist() == list(range(n)) and st.n == n + 2 * (room // 2) + 3
 
 
 def test_ttl_expiry_is_a_miss():

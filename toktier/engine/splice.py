@@ -202,10 +202,27 @@ def lower_bound(a, lo, hi, x):
 
 
 @_jit
+def lower_bound_back(a, lo, hi, x):
+    """``lower_bound`` found by galloping back from ``hi``: it reads only entries near the
+    answer (O(log distance) reads), so an append at the end of a session of millions of
+    records does not walk a binary search through its cold arrays from the middle."""
+    b = hi  # every entry in [b, hi) is >= x
+    step = 1
+    while True:
+        p = b - step
+        if p < lo:
+            return lower_bound(a, lo, b, x)
+        if a[p] < x:
+            return lower_bound(a, p + 1, b, x)
+        b = p
+        step <<= 1
+
+
+@_jit
 def in_region(starts, ends, n, lo, hi):
     """Index range of records with lo <= start and end <= hi (``repair._in_region``)."""
-    i0 = lower_bound(starts, 0, n, lo)
-    i1 = lower_bound(starts, i0, n, hi)
+    i0 = lower_bound_back(starts, 0, n, lo)
+    i1 = lower_bound_back(starts, i0, n, hi)
     while i1 > i0 and ends[i1 - 1] > hi:
         i1 -= 1
     return i0, i1
@@ -339,7 +356,7 @@ def find_cut(ra, cps, nw, ws, prefix, c_s, c_e, n):
     if not ra.cut_splice or ws <= 0:
         return -1
     lo = ws + ra.margin + 1
-    k = lower_bound(c_s, 0, n, prefix) - 1  # last record starting before the prefix's end
+    k = lower_bound_back(c_s, 0, n, prefix) - 1  # last record starting before the prefix's end
     while k >= 1 and c_s[k] >= lo:
         q = c_s[k]
         if c_s[k - 1] < q and c_e[k - 1] <= q and q <= prefix - 1 and q - ws < nw:
