@@ -582,6 +582,59 @@ def test_nfc_stable_text_with_combining_marks_skips_the_segmented_path(name, mon
         assert bool(segmented) is takes_segmented
 
 
+_SPAN_ALPHABET = st.sampled_from(
+    [*"aeoAO  \n", "\u0301", "\u0308", "\u00e9", "\u1100", "\u1161", "\u0995", "\u09cd",
+     "\u09bf", "<|endoftext|>", "<|im_start|>", "'s", "123", "\U0001f600"]
+)  # fmt: skip
+
+
+def _span_text(min_size=0, max_size=4):
+    return st.lists(_SPAN_ALPHABET, min_size=min_size, max_size=max_size).map("".join)
+
+
+@given(st.lists(_span_text(1, 10), min_size=0, max_size=10), st.data())
+def test_reference_spans_in_one_call_equal_one_call_per_span(parts, data):
+    """The segmented path sends all its reference spans in one call, joined by a special
+    token: every span's (ids, starts, ends) must be what its own call gives, for any
+    text between them (literals, NFC-changing marks, the separator's own text)."""
+    from toktier.engine import cpu
+
+    tok = toktier.load("qwen3")
+    sep = cpu.span_separator(tok)
+    assert sep == ("<|endoftext|>", 151643)
+    text, spans = "", []
+    for part in parts:
+        text += data.draw(_span_text())
+        spans.append((len(text), len(text) + len(part)))
+        text += part
+    text += data.draw(_span_text())
+    joined = cpu.reference_spans(tok.hf, text, spans, sep)
+    alone = cpu.reference_spans(tok.hf, text, spans, None)
+    assert len(joined) == len(alone) == len(spans)
+    for got, want in zip(joined, alone, strict=True):
+        assert [x.tolist() for x in got] == [x.tolist() for x in want]
+    for (a, b), (ids, _, _) in zip(spans, alone, strict=True):
+        assert ids.tolist() == tok.reference(text[a:b])
+
+
+def test_reference_spans_check_the_joined_call_and_fall_back():
+    """The joined result is used only where every separator came back alone at its place;
+    a separator the reference merges with its neighbours (here a plain letter) sends every
+    span to a call of its own, with the same results."""
+    from toktier.engine import cpu
+
+    tok = toktier.load("qwen3")
+    text = "ab cafe\u0301 x\u0308y 12 b\u0301"
+    spans = [(3, 8), (10, 14), (18, 20)]
+    assert cpu._joined_spans(tok.hf, text, spans, ("a", tok.hf.token_to_id("a"))) is None
+    want = cpu.reference_spans(tok.hf, text, spans, None)
+    for sep in (None, ("a", tok.hf.token_to_id("a")), cpu.span_separator(tok)):
+        got = cpu.reference_spans(tok.hf, text, spans, sep)
+        assert [[x.tolist() for x in g] for g in got] == [[x.tolist() for x in w] for w in want]
+    assert cpu._joined_spans(tok.hf, text, spans, cpu.span_separator(tok)) is not None
+    assert cpu.span_separator(toktier.load("llama3")) is not None  # a family without NFC too
+
+
 def test_byte_level_campaign_checks_parallel_and_budget_parts():
     r = engine_campaign.run_campaign(toktier.load("llama3"), 60_000, seed=4, codepoint_stride=4999,
                         triples=False, progress=False)  # fmt: skip

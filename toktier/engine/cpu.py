@@ -68,7 +68,11 @@ CUT_SEARCH = 1 << 14  # how far past a target position to look for a certified c
 # ... looked at first within this many bytes: the window is decoded whole, and a cut is
 # nearly always a few characters away (the first cut in both windows is the same one)
 CUT_FIRST_SEARCH = 512
-NFC_COALESCE = 64  # join reference stretches closer than this (fewer reference calls)
+# Join reference stretches closer than this.  The reference costs ~1 us per character here
+# and ~8 us per call, and all stretches go to it in one call (``reference_spans``), so only
+# overlapping or touching stretches are joined (64, when each stretch was a call of its own,
+# sent up to 63 engine characters along: results/runs/append-path/nfc-batch.txt).
+NFC_COALESCE = 0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -357,6 +361,98 @@ def nfc_changes(normalize, cps: np.ndarray, ra: np.ndarray, rb: np.ndarray) -> n
     # one stretch, or every private-use character occurs in them: one call per stretch
     pieces = [_utf32(cps[a:b]) for a, b in zip(ra.tolist(), rb.tolist(), strict=True)]
     return np.array([normalize(p) != p for p in pieces], dtype=bool)
+
+
+def span_separator(tok) -> tuple[str, int] | None:
+    """(content, id) of an added token that splits the reference's input wherever it stands
+    (special, matched on the raw text, stripping nothing), checked on a sample; None if the
+    tokenizer has none.  The reference splits its input at added tokens before it normalizes
+    and pre-tokenizes, so texts joined by this token encode as each would alone."""
+    for t in tok.added_tokens:
+        if not (t.special and t.content) or t.normalized or t.lstrip or t.rstrip or t.single_word:
+            continue
+        enc = tok.hf.encode("a" + t.content + "b", add_special_tokens=False)
+        if enc.ids.count(t.id) == 1 and (1, 1 + len(t.content)) in enc.offsets:
+            return t.content, t.id
+    return None
+
+
+def reference_spans(hf, text: str, spans: list[tuple[int, int]], separator) -> list:
+    """The reference's (ids, starts, ends) of each ``text[a:b]``, offsets in ``text``'s
+    characters (int64 arrays).
+
+    One call for all of them, joined by ``separator`` (``span_separator``): a reference
+    call costs ~8 us before its first character, and an NFC text has a dozen such spans
+    per thousand characters.  The joined result is used only if every separator came
+    back as its own token at its own place and every other token lies inside one span;
+    otherwise (or without a separator) each span is its own call, as before.
+    """
+    if len(spans) >= 2 and separator is not None:
+        got = _joined_spans(hf, text, spans, separator)
+        if got is not None:
+            return got
+    out = []
+    for a, b in spans:
+        enc = hf.encode(text[a:b], add_special_tokens=False)
+        off = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
+        out.append((np.asarray(enc.ids, dtype=np.int64), off[:, 0] + a, off[:, 1] + a))
+    return out
+
+
+def _joined_spans(hf, text, spans, separator):
+    content, sep_id = separator
+    width = len(content)
+    parts = [text[a:b] for a, b in spans]
+    enc = hf.encode(content.join(parts), add_special_tokens=False)
+    ids = np.asarray(enc.ids, dtype=np.int64)
+    off = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
+    lens = np.array([len(x) for x in parts], dtype=np.int64)
+    q = np.zeros(len(parts), dtype=np.int64)  # each part's start in the joined text
+    np.cumsum(lens[:-1] + width, out=q[1:])
+    sep_at = q[:-1] + lens[:-1]
+    j = np.searchsorted(off[:, 0], sep_at)  # the first token at or after each separator
+    if (j >= len(ids)).any():
+        return None
+    if not ((ids[j] == sep_id) & (off[j, 0] == sep_at) & (off[j, 1] == sep_at + width)).all():
+        return None  # a separator did not come back alone at its place
+    lo = np.concatenate(([0], j + 1))
+    hi = np.concatenate((j, [len(ids)]))
+    part = np.repeat(np.arange(len(parts)), hi - lo)  # each non-separator token's part
+    keep = np.ones(len(ids), dtype=bool)
+    keep[j] = False
+    p_off = off[keep]
+    if not ((p_off[:, 0] >= q[part]) & (p_off[:, 1] <= q[part] + lens[part])).all():
+        return None  # a token straddles a part's edge
+    a = np.array([x for x, _ in spans], dtype=np.int64)
+    starts = p_off[:, 0] - q[part] + a[part]
+    ends = p_off[:, 1] - q[part] + a[part]
+    p_ids = ids[keep]
+    bounds = np.concatenate(([0], np.cumsum(hi - lo))).tolist()
+    return [(p_ids[x:y], starts[x:y], ends[x:y]) for x, y in pairwise(bounds)]
+
+
+@numba.njit(cache=True, nogil=True)
+def _reference_stretches(sa, sb, changed, coalesce, n, cps, fl, class_of, stable, nfc, ls, le,
+                         nlit):  # fmt: skip
+    """The stretches ``[sa[k], sb[k])`` that NFC changes, each widened to the certified cuts
+    around it, joined where they overlap or lie closer than ``coalesce``: (starts, ends)."""
+    ra = np.empty(sa.size, dtype=np.int64)
+    rb = np.empty(sa.size, dtype=np.int64)
+    m = 0
+    for k in range(sa.size):
+        if not changed[k]:
+            continue
+        a = _cut_before(sa[k], n, cps, fl, class_of, stable, nfc, ls, le, nlit)
+        b = _cut_after(sb[k], n + 1, n, cps, fl, class_of, stable, nfc, ls, le, nlit)
+        if b < 0:
+            b = n
+        if m > 0 and a <= rb[m - 1] + coalesce:
+            rb[m - 1] = max(b, rb[m - 1])
+        else:
+            ra[m] = a
+            rb[m] = b
+            m += 1
+    return ra[:m].copy(), rb[:m].copy()
 
 
 @numba.njit(cache=True, nogil=True)
@@ -738,6 +834,9 @@ class CpuEngine:
                                vkeys=_huge_copy(bt.vkeys), vids=_huge_copy(bt.vids))  # fmt: skip
         self.compile_seconds: float | None = None
         self._encode_kernel = _jit.BoundKernel(_encode_text)  # no per-call argument typing
+        self._ranges_serial = _jit.BoundKernel(_encode_ranges_serial)
+        self._ranges_parallel = _jit.BoundKernel(_encode_ranges_parallel)
+        self._reference_stretches = _jit.BoundKernel(_reference_stretches)
         self._local = threading.local()
         # One pair of piece caches for every thread (rows are seqlocks: ``rules``).
         self._caches = (
@@ -748,6 +847,7 @@ class CpuEngine:
         self._max_literal = max((len(x.content) for x in tok.added_tokens if x.content), default=0)
         # The file's added tokens must match as the engine matches them, or the tokenizer
         # stays on the reference (issue #13): asked of the reference, not of the file.
+        self._span_separator = span_separator(tok) if self.tables.nfc else None
         self.literal_probes = check_literals(tok, lambda text: self.encode(text)[0])
 
     def _workspace(self, nb: int) -> Workspace:
@@ -943,14 +1043,8 @@ class CpuEngine:
         if t.nfc:
             sa, sb = _nfc_stretches(n, fl)
             changed = nfc_changes(self.tokenizer.hf.normalizer.normalize_str, cps, sa, sb)
-            for a, b in zip(sa[changed].tolist(), sb[changed].tolist(), strict=True):
-                a = _cut_before(a, *cut_args)
-                b = _cut_after(b, n + 1, *cut_args)
-                b = n if b < 0 else b
-                if ref and a <= ref[-1][1] + NFC_COALESCE:
-                    ref[-1] = (ref[-1][0], max(b, ref[-1][1]))  # fewer, larger reference calls
-                else:
-                    ref.append((a, b))
+            ra, rb = self._reference_stretches(sa, sb, changed, NFC_COALESCE, *cut_args)
+            ref = list(zip(ra.tolist(), rb.tolist(), strict=True))
         # Engine stretches between them, each cut into about ``threads`` chunks.
         plan: list[tuple[int, int, bool]] = []
         pos = 0
@@ -966,8 +1060,9 @@ class CpuEngine:
         base = char_start[lo] if len(lo) else lo
         counts = np.zeros(len(eng), dtype=np.int64)
         out_ids, out_s, out_e = wk.out_ids, wk.out_s, wk.out_e
-        kernel = _encode_ranges_parallel if threads > 1 and len(eng) > 1 else _encode_ranges_serial
-        if len(eng) and kernel is _encode_ranges_parallel:
+        kernel = (self._ranges_parallel if threads > 1 and len(eng) > 1
+                  else self._ranges_serial)  # fmt: skip
+        if len(eng) and kernel is self._ranges_parallel:
             numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
         if len(eng):
             kernel(lo, hi, base, cps, fl, t.fold, t.family_code, u8, char_start, ls, le, lid,
@@ -983,7 +1078,9 @@ class CpuEngine:
             return ids, starts, ends
         parts_ids, parts_s, parts_e = [], [], []
         k = 0
-        for a, b, is_engine in plan:
+        ref_spans = [(a, b) for a, b, is_engine in plan if not is_engine]
+        by_ref = iter(reference_spans(self.tokenizer.hf, text, ref_spans, self._span_separator))
+        for _, _, is_engine in plan:
             if is_engine:
                 s, c = int(base[k]), int(counts[k])
                 parts_ids.append(out_ids[s : s + c])
@@ -991,11 +1088,10 @@ class CpuEngine:
                 parts_e.append(out_e[s : s + c])
                 k += 1
             else:
-                enc = self.tokenizer.hf.encode(text[a:b], add_special_tokens=False)
-                off = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
-                parts_ids.append(np.asarray(enc.ids, dtype=np.int64))
-                parts_s.append(off[:, 0] + a)
-                parts_e.append(off[:, 1] + a)
+                r_ids, r_s, r_e = next(by_ref)
+                parts_ids.append(r_ids)
+                parts_s.append(r_s)
+                parts_e.append(r_e)
         return (
             np.concatenate(parts_ids).astype(np.uint32),
             np.concatenate(parts_s),
