@@ -14,6 +14,7 @@ import toktier
 from toktier import Tier, diff, repair
 from toktier.campaigns import adversarial
 from toktier.engine import splice
+from toktier.engine.cpu import CpuEngine
 from toktier.engine.jit import BoundKernel
 
 PROSE = "The quick brown fox jumps over the lazy dog; it's 2026 and the pipeline runs. " * 30
@@ -363,24 +364,26 @@ def test_nfc_unsafe_appends_take_the_engine_when_nfc_leaves_them_alone(name, mon
 @pytest.mark.parametrize("name", ["llama3", "qwen3", "mistral-sp-v3", "bert-uncased"])
 def test_first_window_appends_take_one_compiled_call(name, monkeypatch):
     """An append (or a full-text continuation) that splices in its first window is served by
-    ``Planner.first_window`` alone, without ``plan``'s loop; one that needs a widening or
-    records encoded outside (a decomposed accent under NFC), or a tokenizer whose windows
-    the reference encodes (WordPiece), falls through to ``plan``.  Either way the answer
-    is the Python plan's and the reference's."""
+    ``Planner.first_window`` alone, without ``plan``'s loop -- also when NFC changes the
+    window's text (a decomposed accent), whose records the engine's segmented path encodes
+    once, without a first whole-window attempt; one that needs a widening, or a tokenizer
+    whose windows the reference encodes (WordPiece), falls through to ``plan``.  Either way
+    the answer is the Python plan's and the reference's."""
     tok = toktier.load(name)
     pair = tuple(
         Tier(tok, repair_impl=impl, verify_rate=0, delta_aware=False)
         for impl in ("compiled", "python")
     )
     calls = []
-    for method in ("first_window", "plan"):
-        original = getattr(splice.Planner, method)
+    for cls, method in ((splice.Planner, "first_window"), (splice.Planner, "plan"),
+                        (CpuEngine, "encode_nfc_changed")):  # fmt: skip
+        original = getattr(cls, method)
 
         def spy(self, *a, _original=original, _name=method, **kw):
             calls.append(_name)
             return _original(self, *a, **kw)
 
-        monkeypatch.setattr(splice.Planner, method, spy)
+        monkeypatch.setattr(cls, method, spy)
     text = PROSE + "x" * 64
     for t in pair:
         t.encode(text, session="f")
@@ -392,7 +395,7 @@ def test_first_window_appends_take_one_compiled_call(name, monkeypatch):
     ]
     planner = pair[0]._planner
     if planner.ea is not None and planner.ea.nfc:  # NFC composes e + U+0301: encoded outside
-        steps.append(("append", " cafe\u0301 ok", ["first_window", "plan"]))
+        steps.append(("append", " cafe\u0301 ok", ["first_window", "encode_nfc_changed"]))
     compiled_windows = planner.ea is not None or planner.sa is not None
     for kind, delta, want in steps:
         if not compiled_windows:

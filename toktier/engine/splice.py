@@ -723,6 +723,29 @@ class Planner:
             status = self._plan_engine(*args, True)
         return status, wk
 
+    def _records_status(self, text, u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s,
+                        c_e, n, apply_now, cut_k, nfc_changed):  # fmt: skip
+        """The window's records encoded outside the compiled call (by the engine's
+        segmented path where NFC changes the text from the cut, ``nfc_changed``; by the
+        reference-side engine for WordPiece), then matched by ``plan_records``:
+        (workspace with the result slots, fresh records)."""
+        cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+        if cut_k < 0 and self.ea is None and self.ra.cut_splice:
+            cut_k = int(self._find_cut(self.ra, cps, cps.size, ws, prefix, c_s, c_e, n))
+        c0 = int(c_s[cut_k]) - ws if cut_k >= 0 else 0
+        if nfc_changed:
+            f_ids, f_s, f_e = self.engine.encode_nfc_changed(text[c0:])
+        else:
+            f_ids, f_s, f_e = self.engine.encode(text[c0:])
+        # one dtype for fresh records on every path (one compiled specialization)
+        f_ids = f_ids.astype(np.int64)
+        f_s = f_s.astype(np.int64) + c0
+        f_e = f_e.astype(np.int64) + c0
+        wk = self._workspace(max(u8.size, len(f_ids)))
+        self._plan_records(cps, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
+                           f_ids, f_s, f_e, self.ra, wk, apply_now, cut_k)  # fmt: skip
+        return wk, (f_ids, f_s, f_e)
+
     def _sentencepiece_status(self, u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s,
                               c_e, n, apply_now):  # fmt: skip
         """``plan_sentencepiece`` over the window's UTF-8 ``u8``: (status, workspace)."""
@@ -752,12 +775,20 @@ class Planner:
                                                     *records, apply_now)  # fmt: skip
         else:
             return None
+        fresh = (wk.f_ids, wk.f_s, wk.f_e)
+        if status == NEED_RECORDS and self.ea is not None:
+            # NFC changes the window's text from the cut: its records come from the engine's
+            # segmented path, here, instead of ``plan`` encoding the window once more first
+            wk, fresh = self._records_status(window_text, u8, ws, new_len, old_len, new_len,
+                                             old_len, 0, *records, apply_now,
+                                             int(wk.res[R_CUT]), True)  # fmt: skip
+            status = int(wk.res[R_STATUS])
         if status != OK:
             return None
         res = wk.res.tolist()
         start = res[R_B_LEFT] if res[R_CUT] >= 0 else ws  # the cut: encoded from there
         return Planned(True, res, 0, _ok_reason(ws, new_len, new_len, 0), new_len - start, ws,
-                       (wk.f_ids, wk.f_s, wk.f_e), self._apply)  # fmt: skip
+                       fresh, self._apply)  # fmt: skip
 
     def plan(self, state, old_len, new_len, prefix, suffix, window_text, *, window,
              max_widenings, apply_now=False) -> Planned:  # fmt: skip
@@ -789,22 +820,12 @@ class Planner:
                                                  suffix, c_ids, c_s, c_e, n, apply_now)  # fmt: skip
                 fresh = (wk.f_ids, wk.f_s, wk.f_e)
             if status == NEED_RECORDS:
-                cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-                cut_k = -1
-                if self.ea is not None:  # plan_engine found the cut (if any) already
-                    cut_k = int(wk.res[R_CUT])
-                elif self.ra.cut_splice:
-                    cut_k = int(self._find_cut(self.ra, cps, cps.size, ws, prefix, c_s, c_e, n))
-                c0 = int(c_s[cut_k]) - ws if cut_k >= 0 else 0
-                f_ids, f_s, f_e = self.engine.encode(text[c0:])
-                # one dtype for fresh records on every path (one compiled specialization)
-                f_ids = f_ids.astype(np.int64)
-                f_s = f_s.astype(np.int64) + c0
-                f_e = f_e.astype(np.int64) + c0
-                wk = self._workspace(max(u8.size, len(f_ids)))
-                self._plan_records(cps, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e,
-                                   n, f_ids, f_s, f_e, self.ra, wk, apply_now, cut_k)  # fmt: skip
-                fresh = (f_ids, f_s, f_e)
+                # plan_engine found the cut (if any) already, and that NFC changes the text
+                # from there (else it would have encoded the window itself)
+                cut_k = int(wk.res[R_CUT]) if self.ea is not None else -1
+                wk, fresh = self._records_status(text, u8, ws, we, old_len, new_len, prefix,
+                                                 suffix, c_ids, c_s, c_e, n, apply_now, cut_k,
+                                                 self.ea is not None)  # fmt: skip
             res = wk.res.tolist()
             if res[R_STATUS] == OK:
                 reason = _ok_reason(ws, we, new_len, widenings)
