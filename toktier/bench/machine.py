@@ -37,6 +37,8 @@ def source_commit() -> str | None:
     root = paths.repo_root()
     if root is None:
         return None
+    if not (root / ".git").exists():  # a copy of the tree without its history (a GPU lease)
+        return os.environ.get("TOKTIER_SOURCE_COMMIT") or None
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                               text=True, timeout=10, check=True).stdout.strip()  # fmt: skip
