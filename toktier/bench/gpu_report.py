@@ -78,7 +78,7 @@ def plot_gpu(tables: dict[str, pd.DataFrame], path: Path) -> None:
             if len(dm):
                 ax.plot(dm.chars, dm.p50, marker=mk[m], color=col[m], label=m)
         ax.set(xscale="log", yscale="log", xlabel="context (characters)", ylabel="P50 latency (ms)",
-               title=f"({chr(97 + k)}) {tok}, {d.gpu.iloc[0]} (commit {commit})")  # fmt: skip
+               title=f"({chr(97 + k)}) {tok}, fresh texts\n{d.gpu.iloc[0]}, commit {commit}")  # fmt: skip
         ax.legend(fontsize=8)
     ax = axes[-1]
     t = tail.assign(run=tail.tokenizer + " @" + tail.commit)
@@ -93,7 +93,7 @@ def plot_gpu(tables: dict[str, pd.DataFrame], path: Path) -> None:
     ax.set_xticks(list(xs), labels)
     ax.set(
         ylabel="P99 latency (ms)",
-        title=f"({chr(97 + len(runs))}) 50K-char requests: P99, graphs vs eager",
+        title=f"({chr(97 + len(runs))}) 50K-char requests: P99,\nCUDA graphs vs eager launches",
     )
     ax.legend(fontsize=8)
     fig.tight_layout()
