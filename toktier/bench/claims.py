@@ -340,14 +340,22 @@ def _full_cpu(r: Results):
         g = r.table("full-tokenization-gpu.csv")
         g1 = g[(g.chars == 1_000_000) & (g.method == "toktier GPU, arrays")]
         gg = g[(g.chars == 1_000_000) & (g.method.str.startswith("Gigatoken"))]
-        if len(g1) and len(gg):
-            tk = g1.iloc[0]
-            ratio = float(gg.p50.iloc[0] / tk.p50)
-            ours += (f"; GPU ({tk.gpu}, {tk.tokenizer}, 1M chars): {_ms(tk.p50)} ms, "
-                     f"{ratio:.1f}× Gigatoken empty ({_ms(gg.p50.iloc[0])} ms)")  # fmt: skip
+        # the paper's GPU row is qwen3: judge on it when it was run, list every tokenizer
+        toks = sorted(set(g1.tokenizer) & set(gg.tokenizer), key=lambda t: (t != "qwen3", t))
+        if toks:
+            parts, judged = [], None
+            for tok in toks:
+                tk = g1[g1.tokenizer == tok].iloc[0]
+                giga = float(gg[gg.tokenizer == tok].p50.iloc[0])
+                parts.append(f"{tok} {_ms(tk.p50)} ms, {giga / tk.p50:.1f}× Gigatoken empty "
+                             f"({_ms(giga)} ms)")  # fmt: skip
+                judged = judged or (tk, giga / tk.p50)
+            tk, ratio = judged
+            ours += f"; GPU ({tk.gpu}, 1M chars, P50): " + "; ".join(parts)
             gpu_ok = tk.p50 <= 0.87 and ratio >= 7
-            verdict += ("; GPU: paper's 0.87 ms at 1M and ≥ 7× Gigatoken "
-                        + ("met" if gpu_ok else f"missed ({tk.p50 / 0.87:.1f}× slower)"))  # fmt: skip
+            verdict += (f"; GPU ({tk.tokenizer}): paper's 0.87 ms at 1M and ≥ 7× Gigatoken "
+                        + ("met" if gpu_ok else f"missed ({tk.p50 / 0.87:.1f}× slower, "
+                                                f"{ratio:.1f}×)"))  # fmt: skip
             ok = ok and gpu_ok
     except Missing:
         pass
@@ -616,7 +624,7 @@ CLAIMS: list[Claim] = [
         "targets counted per cell; GPU: ≤ 0.87 ms at 1M and ≥ 7× Gigatoken empty",
         _full_cpu,
         runs=("full-tokenization.json", "engine-targets.json", "gpu-h100-*.json"),
-        note="fastokens is a multi-threaded Rust engine and far faster on this machine than in the paper; the GPU row is llama3 on fresh texts (README's GPU section).",
+        note="fastokens is a multi-threaded Rust engine and far faster on this machine than in the paper; the GPU rows are fresh texts, judged on qwen3 as the paper's (README's GPU section).",
     ),
     Claim(
         "F2",

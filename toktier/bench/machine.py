@@ -34,11 +34,13 @@ _SOURCES = ("toktier", "notebooks", "workflow", "config", "Snakefile", "pyprojec
 def source_commit() -> str | None:
     """The checkout's commit (``+dirty`` with uncommitted source changes; results written by
     the run itself do not count), or None outside a checkout."""
+    # A copy of the tree run elsewhere (a GPU lease) may carry no .git or a stale one: the
+    # caller names the commit it copied.
+    if os.environ.get("TOKTIER_SOURCE_COMMIT"):
+        return os.environ["TOKTIER_SOURCE_COMMIT"]
     root = paths.repo_root()
     if root is None:
         return None
-    if not (root / ".git").exists():  # a copy of the tree without its history (a GPU lease)
-        return os.environ.get("TOKTIER_SOURCE_COMMIT") or None
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                               text=True, timeout=10, check=True).stdout.strip()  # fmt: skip
