@@ -569,9 +569,9 @@ def test_nfc_stable_text_with_combining_marks_skips_the_segmented_path(name, mon
     segmented = []
     original = CpuEngine._encode_segmented
 
-    def spy(self, text, u8, threads):
+    def spy(self, text, u8, threads, **kw):
         segmented.append(len(text))
-        return original(self, text, u8, threads)
+        return original(self, text, u8, threads, **kw)
 
     monkeypatch.setattr(CpuEngine, "_encode_segmented", spy)
     for text, takes_segmented in ((stable, False), (changing, True)):
@@ -608,13 +608,42 @@ def test_reference_spans_in_one_call_equal_one_call_per_span(parts, data):
         spans.append((len(text), len(text) + len(part)))
         text += part
     text += data.draw(_span_text())
-    joined = cpu.reference_spans(tok.hf, text, spans, sep)
-    alone = cpu.reference_spans(tok.hf, text, spans, None)
-    assert len(joined) == len(alone) == len(spans)
-    for got, want in zip(joined, alone, strict=True):
-        assert [x.tolist() for x in got] == [x.tolist() for x in want]
-    for (a, b), (ids, _, _) in zip(spans, alone, strict=True):
-        assert ids.tolist() == tok.reference(text[a:b])
+    ra = np.array([a for a, _ in spans], dtype=np.int64)
+    rb = np.array([b for _, b in spans], dtype=np.int64)
+    joined = cpu.reference_spans(tok.hf, text, ra, rb, sep)
+    alone = cpu.reference_spans(tok.hf, text, ra, rb, None)
+    assert [x.tolist() for x in joined] == [x.tolist() for x in alone]
+    ids, starts, ends, counts = alone
+    assert counts.size == len(spans) and counts.sum() == ids.size == starts.size == ends.size
+    at = np.concatenate(([0], np.cumsum(counts)))
+    for k, (a, b) in enumerate(spans):
+        enc = tok.hf.encode(text[a:b], add_special_tokens=False)
+        assert ids[at[k] : at[k + 1]].tolist() == enc.ids
+        assert [(s - a, e - a) for s, e in zip(starts[at[k] : at[k + 1]].tolist(),
+                                               ends[at[k] : at[k + 1]].tolist(), strict=True)] \
+            == enc.offsets  # fmt: skip
+
+
+@given(st.lists(_span_text(0, 6), min_size=1, max_size=12), st.sampled_from([1, 2]))
+def test_segmented_path_with_handed_stretches_is_exact(parts, threads):
+    """The segmented path (gaps to the engine, NFC-changed stretches to the reference, one
+    interleave) gives the reference's IDs and offsets, whether it finds the stretches itself
+    or is handed a caller's ``nfc_stretch_changes`` of the same text, on one thread or two."""
+    from toktier.engine import cpu
+    from toktier.textcheck import utf8_array
+
+    tok = toktier.load("qwen3")
+    eng = tok.engine
+    text = " ".join(parts)
+    enc = tok.hf.encode(text, add_special_tokens=False)
+    cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    handed = cpu.nfc_stretch_changes(tok.hf.normalizer.normalize_str, cps,
+                                     eng.tables.bits[cps])  # fmt: skip
+    for stretches in (None, handed):
+        ids, starts, ends = eng._encode_segmented(text, utf8_array(text), threads,
+                                                  stretches=stretches)  # fmt: skip
+        assert ids.tolist() == enc.ids
+        assert list(zip(starts.tolist(), ends.tolist(), strict=True)) == enc.offsets
 
 
 def test_reference_spans_check_the_joined_call_and_fall_back():
@@ -625,13 +654,13 @@ def test_reference_spans_check_the_joined_call_and_fall_back():
 
     tok = toktier.load("qwen3")
     text = "ab cafe\u0301 x\u0308y 12 b\u0301"
-    spans = [(3, 8), (10, 14), (18, 20)]
-    assert cpu._joined_spans(tok.hf, text, spans, ("a", tok.hf.token_to_id("a"))) is None
-    want = cpu.reference_spans(tok.hf, text, spans, None)
+    ra, rb = np.array([3, 10, 18]), np.array([8, 14, 20])
+    assert cpu._joined_spans(tok.hf, text, ra, rb, ("a", tok.hf.token_to_id("a"))) is None
+    want = cpu.reference_spans(tok.hf, text, ra, rb, None)
     for sep in (None, ("a", tok.hf.token_to_id("a")), cpu.span_separator(tok)):
-        got = cpu.reference_spans(tok.hf, text, spans, sep)
-        assert [[x.tolist() for x in g] for g in got] == [[x.tolist() for x in w] for w in want]
-    assert cpu._joined_spans(tok.hf, text, spans, cpu.span_separator(tok)) is not None
+        got = cpu.reference_spans(tok.hf, text, ra, rb, sep)
+        assert [x.tolist() for x in got] == [x.tolist() for x in want]
+    assert cpu._joined_spans(tok.hf, text, ra, rb, cpu.span_separator(tok)) is not None
     assert cpu.span_separator(toktier.load("llama3")) is not None  # a family without NFC too
 
 

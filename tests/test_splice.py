@@ -366,7 +366,8 @@ def test_first_window_appends_take_one_compiled_call(name, monkeypatch):
     """An append (or a full-text continuation) that splices in its first window is served by
     ``Planner.first_window`` alone, without ``plan``'s loop -- also when NFC changes the
     window's text (a decomposed accent), whose records the engine's segmented path encodes
-    once, without a first whole-window attempt; one that needs a widening, or a tokenizer
+    once, without a first whole-window attempt, from the stretches the planner's NFC check
+    found (not normalized twice); one that needs a widening, or a tokenizer
     whose windows the reference encodes (WordPiece), falls through to ``plan``.  Either way
     the answer is the Python plan's and the reference's."""
     tok = toktier.load(name)
@@ -374,13 +375,15 @@ def test_first_window_appends_take_one_compiled_call(name, monkeypatch):
         Tier(tok, repair_impl=impl, verify_rate=0, delta_aware=False)
         for impl in ("compiled", "python")
     )
-    calls = []
+    calls, handed = [], []
     for cls, method in ((splice.Planner, "first_window"), (splice.Planner, "plan"),
                         (CpuEngine, "encode_nfc_changed")):  # fmt: skip
         original = getattr(cls, method)
 
         def spy(self, *a, _original=original, _name=method, **kw):
             calls.append(_name)
+            if _name == "encode_nfc_changed":
+                handed.append((a[1:] or [kw.get("stretches")])[0] is not None)
             return _original(self, *a, **kw)
 
         monkeypatch.setattr(cls, method, spy)
@@ -410,6 +413,8 @@ def test_first_window_appends_take_one_compiled_call(name, monkeypatch):
             got = [t.append("f", delta) for t in pair]
         _same_result(*got, text, tok)
         assert calls == want, (kind, delta, got[0].reason)
+        assert handed == [True] * calls.count("encode_nfc_changed")
+        handed.clear()
         assert (got[0].widenings > 0) == (kind == "window 40")
     assert pair[0].stats()["fallbacks"] == 0
 

@@ -327,8 +327,15 @@ def nfc_leaves_alone(bits: np.ndarray, normalize, text: str) -> bool:
 def nfc_unchanged(normalize, cps: np.ndarray, fl: np.ndarray) -> bool:
     """Does the reference's NFC leave the code points ``cps`` (class bits ``fl``) alone?
     One normalizer call over their NFC stretches; the rest is NFC-stable by construction."""
-    ra, rb = _nfc_stretches(cps.size, fl)
-    return not nfc_changes(normalize, cps, ra, rb).any()
+    return not nfc_stretch_changes(normalize, cps, fl)[2].any()
+
+
+def nfc_stretch_changes(normalize, cps: np.ndarray, fl: np.ndarray):
+    """(starts, ends, changed) of the NFC stretches of ``cps`` and whether the reference's NFC
+    changes each: what the segmented path needs, so a caller that has checked a text can
+    hand its answer on instead of the engine normalizing the same stretches again."""
+    sa, sb = _nfc_stretches(cps.size, fl)
+    return sa, sb, nfc_changes(normalize, cps, sa, sb)
 
 
 def _utf32(a: np.ndarray) -> str:
@@ -377,9 +384,9 @@ def span_separator(tok) -> tuple[str, int] | None:
     return None
 
 
-def reference_spans(hf, text: str, spans: list[tuple[int, int]], separator) -> list:
-    """The reference's (ids, starts, ends) of each ``text[a:b]``, offsets in ``text``'s
-    characters (int64 arrays).
+def reference_spans(hf, text: str, ra: np.ndarray, rb: np.ndarray, separator):
+    """The reference's tokens of each ``text[ra[k]:rb[k]]``, offsets in ``text``'s characters:
+    (ids, starts, ends, counts), int64, span after span, ``counts[k]`` tokens for span k.
 
     One call for all of them, joined by ``separator`` (``span_separator``): a reference
     call costs ~8 us before its first character, and an NFC text has a dozen such spans
@@ -387,27 +394,38 @@ def reference_spans(hf, text: str, spans: list[tuple[int, int]], separator) -> l
     back as its own token at its own place and every other token lies inside one span;
     otherwise (or without a separator) each span is its own call, as before.
     """
-    if len(spans) >= 2 and separator is not None:
-        got = _joined_spans(hf, text, spans, separator)
+    ra = np.asarray(ra, dtype=np.int64)
+    rb = np.asarray(rb, dtype=np.int64)
+    if ra.size >= 2 and separator is not None:
+        got = _joined_spans(hf, text, ra, rb, separator)
         if got is not None:
             return got
-    out = []
-    for a, b in spans:
+    ids, starts, ends = [_EMPTY], [_EMPTY], [_EMPTY]
+    counts = np.zeros(ra.size, dtype=np.int64)
+    for k, (a, b) in enumerate(zip(ra.tolist(), rb.tolist(), strict=True)):
         enc = hf.encode(text[a:b], add_special_tokens=False)
         off = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
-        out.append((np.asarray(enc.ids, dtype=np.int64), off[:, 0] + a, off[:, 1] + a))
-    return out
+        ids.append(np.asarray(enc.ids, dtype=np.int64))
+        starts.append(off[:, 0] + a)
+        ends.append(off[:, 1] + a)
+        counts[k] = len(enc.ids)
+    return np.concatenate(ids), np.concatenate(starts), np.concatenate(ends), counts
 
 
-def _joined_spans(hf, text, spans, separator):
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+
+def _joined_spans(hf, text, ra, rb, separator):
     content, sep_id = separator
     width = len(content)
-    parts = [text[a:b] for a, b in spans]
-    enc = hf.encode(content.join(parts), add_special_tokens=False)
+    enc = hf.encode(
+        content.join([text[a:b] for a, b in zip(ra.tolist(), rb.tolist(), strict=True)]),
+        add_special_tokens=False,
+    )
     ids = np.asarray(enc.ids, dtype=np.int64)
     off = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
-    lens = np.array([len(x) for x in parts], dtype=np.int64)
-    q = np.zeros(len(parts), dtype=np.int64)  # each part's start in the joined text
+    lens = rb - ra
+    q = np.zeros(ra.size, dtype=np.int64)  # each part's start in the joined text
     np.cumsum(lens[:-1] + width, out=q[1:])
     sep_at = q[:-1] + lens[:-1]
     j = np.searchsorted(off[:, 0], sep_at)  # the first token at or after each separator
@@ -415,20 +433,15 @@ def _joined_spans(hf, text, spans, separator):
         return None
     if not ((ids[j] == sep_id) & (off[j, 0] == sep_at) & (off[j, 1] == sep_at + width)).all():
         return None  # a separator did not come back alone at its place
-    lo = np.concatenate(([0], j + 1))
-    hi = np.concatenate((j, [len(ids)]))
-    part = np.repeat(np.arange(len(parts)), hi - lo)  # each non-separator token's part
+    counts = np.diff(np.concatenate(([-1], j, [len(ids)]))) - 1  # tokens between separators
+    part = np.repeat(np.arange(ra.size), counts)  # each non-separator token's part
     keep = np.ones(len(ids), dtype=bool)
     keep[j] = False
     p_off = off[keep]
     if not ((p_off[:, 0] >= q[part]) & (p_off[:, 1] <= q[part] + lens[part])).all():
         return None  # a token straddles a part's edge
-    a = np.array([x for x, _ in spans], dtype=np.int64)
-    starts = p_off[:, 0] - q[part] + a[part]
-    ends = p_off[:, 1] - q[part] + a[part]
-    p_ids = ids[keep]
-    bounds = np.concatenate(([0], np.cumsum(hi - lo))).tolist()
-    return [(p_ids[x:y], starts[x:y], ends[x:y]) for x, y in pairwise(bounds)]
+    shift = (ra - q)[part]
+    return ids[keep], p_off[:, 0] + shift, p_off[:, 1] + shift, counts
 
 
 @numba.njit(cache=True, nogil=True)
@@ -499,9 +512,24 @@ def _encode_one(k, lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, 
 @numba.njit(cache=True, nogil=True)
 def _encode_ranges_serial(lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit,
                           bt, cache, lcache, out_ids, out_s, out_e, counts):  # fmt: skip
+    """The ranges one after another through one set of buffers sized for the largest (an
+    NFC-changed window has dozens of short ranges between its reference stretches)."""
+    mc = 0
+    mb = 0
     for k in range(lo.size):
-        _encode_one(k, lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit, bt,
-                    cache, lcache, out_ids, out_s, out_e, counts)  # fmt: skip
+        mc = max(mc, hi[k] - lo[k])
+        mb = max(mb, char_start[hi[k]] - char_start[lo[k]])
+    ends = np.empty(mc + 1, dtype=np.int64)
+    sym = np.empty(mb + 1, dtype=np.int64)
+    rank = np.empty(mb + 1, dtype=np.int64)
+    nxt = np.empty(mb + 1, dtype=np.int64)
+    prv = np.empty(mb + 1, dtype=np.int64)
+    heap = np.empty(3 * mb + 3, dtype=np.int64)
+    ring = np.empty(RING_WORDS, dtype=np.int64)
+    for k in range(lo.size):
+        counts[k] = _encode_chunk(lo[k], hi[k], base[k], cps, fl, fold, family, u8, char_start, ls,
+                                  le, lid, nlit, bt, cache, lcache, ends, sym, rank, nxt, prv,
+                                  heap, out_ids, out_s, out_e, True, ring)  # fmt: skip
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -510,6 +538,33 @@ def _encode_ranges_parallel(lo, hi, base, cps, fl, fold, family, u8, char_start,
     for k in numba.prange(lo.size):  # every thread reads and writes the one shared cache pair
         _encode_one(k, lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit, bt,
                     cache, lcache, out_ids, out_s, out_e, counts)  # fmt: skip
+
+
+@numba.njit(cache=True, nogil=True)
+def _interleave(base, counts, gap, r_ids, r_s, r_e, r_counts, out_ids, out_s, out_e, ids, starts,
+                ends):  # fmt: skip
+    """The segmented path's result in text order: gap k's engine ranges (``gap`` says which
+    gap each range fills, nondecreasing), then reference span k, for every k."""
+    w = 0
+    c = 0
+    r = 0
+    for k in range(r_counts.size + 1):
+        while c < base.size and gap[c] == k:
+            a = base[c]
+            for t in range(counts[c]):
+                ids[w] = out_ids[a + t]
+                starts[w] = out_s[a + t]
+                ends[w] = out_e[a + t]
+                w += 1
+            c += 1
+        if k < r_counts.size:
+            for _ in range(r_counts[k]):
+                ids[w] = r_ids[r]
+                starts[w] = r_s[r]
+                ends[w] = r_e[r]
+                w += 1
+                r += 1
+    return w
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -936,11 +991,13 @@ class CpuEngine:
         span lifting left out: 6-12% less time on warm 1M-character texts."""
         return self.encode_parallel(text, threads, spans=False)[0]
 
-    def encode_nfc_changed(self, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def encode_nfc_changed(self, text: str, stretches=None) -> tuple[np.ndarray, np.ndarray,
+                                                                        np.ndarray]:  # fmt: skip
         """``encode`` for a text the caller has found NFC changes (an NFC tokenizer's repair
         window): straight to the segmented path, without first encoding it all and
-        normalizing it again to find out.  Any text gets exact IDs here."""
-        return self._encode_segmented(text, utf8_array(text), threads=1)
+        normalizing it again to find out.  Any text gets exact IDs here.  ``stretches``:
+        the caller's ``nfc_stretch_changes`` of exactly this text, if it has them."""
+        return self._encode_segmented(text, utf8_array(text), threads=1, stretches=stretches)
 
     def _encode_validated(self, text: str, u8: np.ndarray, spans: bool = True):
         ids, starts, ends, ok = self._encode_bytes(u8, spans)
@@ -1034,7 +1091,7 @@ class CpuEngine:
             return None
         return _join_parts(results, spans)
 
-    def _encode_segmented(self, text: str, u8: np.ndarray, threads: int):
+    def _encode_segmented(self, text: str, u8: np.ndarray, threads: int, stretches=None):
         t = self.tables
         nb = u8.size
         wk = self._workspace(nb)
@@ -1045,36 +1102,37 @@ class CpuEngine:
         # them; an unchanged one is NFC-stable after all and stays with the engine),
         # each widened to the certified cuts around it, coalescing neighbours closer
         # than NFC_COALESCE.
-        ref: list[tuple[int, int]] = []
+        ra = rb = _EMPTY
         if t.nfc:
-            sa, sb = _nfc_stretches(n, fl)
-            changed = nfc_changes(self.tokenizer.hf.normalizer.normalize_str, cps, sa, sb)
-            ra, rb = self._reference_stretches(sa, sb, changed, NFC_COALESCE, *cut_args)
-            ref = list(zip(ra.tolist(), rb.tolist(), strict=True))
-        # Engine stretches between them, each cut into about ``threads`` chunks.
-        plan: list[tuple[int, int, bool]] = []
-        pos = 0
-        for a, b in [*ref, (n, n)]:
-            if a > pos:
-                plan.extend((x, y, True) for x, y in self._chunks(pos, a, threads, cut_args))
-            if b > a:
-                plan.append((a, b, False))
-            pos = b
-        eng = [(x, y) for x, y, e in plan if e]
-        lo = np.array([x for x, _ in eng], dtype=np.int64)
-        hi = np.array([y for _, y in eng], dtype=np.int64)
-        base = char_start[lo] if len(lo) else lo
-        counts = np.zeros(len(eng), dtype=np.int64)
+            if stretches is None:
+                stretches = nfc_stretch_changes(self.tokenizer.hf.normalizer.normalize_str,
+                                                cps[:n], fl[:n])  # fmt: skip
+            ra, rb = self._reference_stretches(*stretches, NFC_COALESCE, *cut_args)
+        # The engine's gaps between them (gap k before reference stretch k), each cut into
+        # about ``threads`` chunks; empty gaps are left out.
+        g_lo = np.concatenate(([0], rb))
+        g_hi = np.concatenate((ra, [n]))
+        if threads > 1:
+            gaps = zip(g_lo.tolist(), g_hi.tolist(), strict=True)
+            chunks = [(x, y, k) for k, (a, b) in enumerate(gaps) if b > a
+                      for x, y in self._chunks(a, b, threads, cut_args)]  # fmt: skip
+            arr = np.array(chunks, dtype=np.int64).reshape(-1, 3)
+            lo, hi, gap = (np.ascontiguousarray(arr[:, j]) for j in range(3))
+        else:
+            keep = np.flatnonzero(g_hi > g_lo)
+            lo, hi, gap = g_lo[keep], g_hi[keep], keep
+        base = char_start[lo]
+        counts = np.zeros(lo.size, dtype=np.int64)
         out_ids, out_s, out_e = wk.out_ids, wk.out_s, wk.out_e
-        kernel = (self._ranges_parallel if threads > 1 and len(eng) > 1
+        kernel = (self._ranges_parallel if threads > 1 and lo.size > 1
                   else self._ranges_serial)  # fmt: skip
-        if len(eng) and kernel is self._ranges_parallel:
+        if lo.size and kernel is self._ranges_parallel:
             numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-        if len(eng):
+        if lo.size:
             kernel(lo, hi, base, cps, fl, t.fold, t.family_code, u8, char_start, ls, le, lid,
                    nlit, self.bpe, *self._caches, out_ids, out_s, out_e, counts)  # fmt: skip
-        if not ref:
-            offs = np.zeros(len(eng), dtype=np.int64)
+        if not ra.size:
+            offs = np.zeros(lo.size, dtype=np.int64)
             np.cumsum(counts[:-1], out=offs[1:])
             total = int(counts.sum())
             ids = np.empty(total, dtype=np.uint32)
@@ -1082,27 +1140,15 @@ class CpuEngine:
             ends = np.empty(total, dtype=np.int64)
             _gather(base, counts, offs, out_ids, out_s, out_e, ids, starts, ends)
             return ids, starts, ends
-        parts_ids, parts_s, parts_e = [], [], []
-        k = 0
-        ref_spans = [(a, b) for a, b, is_engine in plan if not is_engine]
-        by_ref = iter(reference_spans(self.tokenizer.hf, text, ref_spans, self._span_separator))
-        for _, _, is_engine in plan:
-            if is_engine:
-                s, c = int(base[k]), int(counts[k])
-                parts_ids.append(out_ids[s : s + c])
-                parts_s.append(out_s[s : s + c])
-                parts_e.append(out_e[s : s + c])
-                k += 1
-            else:
-                r_ids, r_s, r_e = next(by_ref)
-                parts_ids.append(r_ids)
-                parts_s.append(r_s)
-                parts_e.append(r_e)
-        return (
-            np.concatenate(parts_ids).astype(np.uint32),
-            np.concatenate(parts_s),
-            np.concatenate(parts_e),
-        )
+        r_ids, r_s, r_e, r_counts = reference_spans(self.tokenizer.hf, text, ra, rb,
+                                                    self._span_separator)  # fmt: skip
+        total = int(counts.sum()) + r_ids.size
+        ids = np.empty(total, dtype=np.uint32)
+        starts = np.empty(total, dtype=np.int64)
+        ends = np.empty(total, dtype=np.int64)
+        _interleave(base, counts, gap, r_ids, r_s, r_e, r_counts, out_ids, out_s, out_e, ids,
+                    starts, ends)  # fmt: skip
+        return ids, starts, ends
 
     @staticmethod
     def _chunks(

@@ -705,7 +705,12 @@ class Planner:
         cut_k = int(wk.res[R_CUT])
         c0 = int(c_s[cut_k]) - ws if cut_k >= 0 else 0
         normalize = self.engine.tokenizer.hf.normalizer.normalize_str
-        return cpu.nfc_unchanged(normalize, wk.cps[c0:nw], wk.fl[c0:nw])
+        found = cpu.nfc_stretch_changes(normalize, wk.cps[c0:nw], wk.fl[c0:nw])
+        if not found[2].any():
+            return True
+        # the same stretches of the same text, for the segmented path (``_records_status``)
+        self._local.nfc_found = (c0, nw - c0, found)
+        return False
 
     def _engine_status(self, u8, nchars, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s,
                        c_e, n, apply_now):  # fmt: skip
@@ -733,8 +738,11 @@ class Planner:
         if cut_k < 0 and self.ea is None and self.ra.cut_splice:
             cut_k = int(self._find_cut(self.ra, cps, cps.size, ws, prefix, c_s, c_e, n))
         c0 = int(c_s[cut_k]) - ws if cut_k >= 0 else 0
+        found, self._local.nfc_found = getattr(self._local, "nfc_found", None), None
         if nfc_changed:
-            f_ids, f_s, f_e = self.engine.encode_nfc_changed(text[c0:])
+            # the planner's NFC check of this very text from this cut, if it made one
+            same = found is not None and found[:2] == (c0, cps.size - c0)
+            f_ids, f_s, f_e = self.engine.encode_nfc_changed(text[c0:], found[2] if same else None)
         else:
             f_ids, f_s, f_e = self.engine.encode(text[c0:])
         # one dtype for fresh records on every path (one compiled specialization)
