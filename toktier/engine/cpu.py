@@ -491,19 +491,23 @@ def _encode_chunk(c0, c1, n0, cps, fl, fold, family, u8, char_start, ls, le, lid
 
 
 @numba.njit(cache=True, nogil=True)
+def _range_buffers(nchars, nbytes):
+    """``encode_range``'s workspaces for a range of up to ``nchars`` characters / ``nbytes``
+    bytes: (ends, sym, rank, nxt, prv, heap, ring)."""
+    return (np.empty(nchars + 1, dtype=np.int64), np.empty(nbytes + 1, dtype=np.int64),
+            np.empty(nbytes + 1, dtype=np.int64), np.empty(nbytes + 1, dtype=np.int64),
+            np.empty(nbytes + 1, dtype=np.int64), np.empty(3 * nbytes + 3, dtype=np.int64),
+            np.empty(RING_WORDS, dtype=np.int64))  # fmt: skip
+
+
+@numba.njit(cache=True, nogil=True)
 def _encode_one(k, lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit, bt,
                 cache, lcache, out_ids, out_s, out_e, counts):  # fmt: skip
     """Encode range k into the output slots starting at ``base[k]``; store its count."""
     c0 = lo[k]
     c1 = hi[k]
-    nb = char_start[c1] - char_start[c0]
-    ends = np.empty(c1 - c0 + 1, dtype=np.int64)
-    sym = np.empty(nb + 1, dtype=np.int64)
-    rank = np.empty(nb + 1, dtype=np.int64)
-    nxt = np.empty(nb + 1, dtype=np.int64)
-    prv = np.empty(nb + 1, dtype=np.int64)
-    heap = np.empty(3 * nb + 3, dtype=np.int64)
-    ring = np.empty(RING_WORDS, dtype=np.int64)
+    ends, sym, rank, nxt, prv, heap, ring = _range_buffers(c1 - c0,
+                                                           char_start[c1] - char_start[c0])
     counts[k] = _encode_chunk(c0, c1, base[k], cps, fl, fold, family, u8, char_start, ls, le, lid,
                               nlit, bt, cache, lcache, ends, sym, rank, nxt, prv, heap, out_ids,
                               out_s, out_e, True, ring)  # fmt: skip
@@ -519,13 +523,7 @@ def _encode_ranges_serial(lo, hi, base, cps, fl, fold, family, u8, char_start, l
     for k in range(lo.size):
         mc = max(mc, hi[k] - lo[k])
         mb = max(mb, char_start[hi[k]] - char_start[lo[k]])
-    ends = np.empty(mc + 1, dtype=np.int64)
-    sym = np.empty(mb + 1, dtype=np.int64)
-    rank = np.empty(mb + 1, dtype=np.int64)
-    nxt = np.empty(mb + 1, dtype=np.int64)
-    prv = np.empty(mb + 1, dtype=np.int64)
-    heap = np.empty(3 * mb + 3, dtype=np.int64)
-    ring = np.empty(RING_WORDS, dtype=np.int64)
+    ends, sym, rank, nxt, prv, heap, ring = _range_buffers(mc, mb)
     for k in range(lo.size):
         counts[k] = _encode_chunk(lo[k], hi[k], base[k], cps, fl, fold, family, u8, char_start, ls,
                                   le, lid, nlit, bt, cache, lcache, ends, sym, rank, nxt, prv,
