@@ -236,8 +236,12 @@ def test_gpu_report_draws_real_gpu_runs_only(tmp_path):
     assert "examples" not in out["certification"]
     assert (tmp_path / "figures" / "full-tokenization-gpu.png").stat().st_size > 10_000
     assert (tmp_path / "tables" / "gpu-tail.csv").read_text().count("\n") == 5
+    from toktier.cli import main
+
+    assert main(["gpu-report", str(tmp_path)]) == 0  # the same, from the command line
     (runs / "gpu-a.json").unlink()
     assert gpu_report.write_gpu_report(tmp_path) is None
+    assert main(["gpu-report", str(tmp_path)]) == 1  # nothing to draw: says so
 
 
 def test_compare_runs_judges_verdicts_and_method_order(tmp_path):

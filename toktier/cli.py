@@ -405,6 +405,24 @@ def _cmd_claims(args) -> int:
     return 0
 
 
+def _cmd_gpu_report(args) -> int:
+    from .bench.gpu_report import write_gpu_report
+
+    tree, evidence = Path(args.results), Path(args.evidence or args.results)
+    if not (evidence / "runs").is_dir():
+        raise ToktierError(f"{evidence}/runs: no results tree there")
+    out = write_gpu_report(tree, evidence)
+    if out is None:
+        print(f"no real-GPU bench records in {evidence}/runs (gpu-*.json); nothing drawn")
+        return 1
+    cert = out["certification"]
+    bad = int(cert.divergences.sum()) if len(cert) else 0
+    print(f"{len(set(out['latency'].file))} GPU bench runs, {len(cert)} GPU certifications "
+          f"({bad} divergences), exact: {out['all_exact']} -> {tree}/tables/*gpu*.csv, "
+          f"{tree}/figures/full-tokenization-gpu.png")  # fmt: skip
+    return 0 if out["all_exact"] and not bad else 1
+
+
 def _cmd_compare_runs(args) -> int:
     from .bench.compare import write_comparison
 
@@ -684,6 +702,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("results", nargs="?", default="results", help="a results tree")
     s.add_argument("--out", help="output markdown (default: RESULTS/CLAIMS.md)")
     s.set_defaults(func=_cmd_claims)
+
+    s = sub.add_parser(
+        "gpu-report",
+        help="redraw the GPU tables and figure from committed records (no GPU needed)",
+    )
+    s.add_argument("results", nargs="?", default="results", help="the tree to write into")
+    s.add_argument("--evidence", help="the tree holding runs/gpu-*.json (default: RESULTS)")
+    s.set_defaults(func=_cmd_gpu_report)
 
     s = sub.add_parser(
         "compare-runs",
