@@ -592,6 +592,9 @@ def _span_text(min_size=0, max_size=4):
     return st.lists(_SPAN_ALPHABET, min_size=min_size, max_size=max_size).map("".join)
 
 
+_SPAN_MEMO: dict = {}
+
+
 @given(st.lists(_span_text(1, 10), min_size=0, max_size=10), st.data())
 def test_reference_spans_in_one_call_equal_one_call_per_span(parts, data):
     """The segmented path sends all its reference spans in one call, joined by a special
@@ -613,6 +616,9 @@ def test_reference_spans_in_one_call_equal_one_call_per_span(parts, data):
     joined = cpu.reference_spans(tok.hf, text, ra, rb, sep)
     alone = cpu.reference_spans(tok.hf, text, ra, rb, None)
     assert [x.tolist() for x in joined] == [x.tolist() for x in alone]
+    # through the memo, filled by every earlier example (spans recur across examples)
+    remembered = cpu.reference_spans(tok.hf, text, ra, rb, sep, _SPAN_MEMO)
+    assert [x.tolist() for x in remembered] == [x.tolist() for x in alone]
     ids, starts, ends, counts = alone
     assert counts.size == len(spans) and counts.sum() == ids.size == starts.size == ends.size
     at = np.concatenate(([0], np.cumsum(counts)))
@@ -644,6 +650,42 @@ def test_segmented_path_with_handed_stretches_is_exact(parts, threads):
                                                   stretches=stretches)  # fmt: skip
         assert ids.tolist() == enc.ids
         assert list(zip(starts.tolist(), ends.tolist(), strict=True)) == enc.offsets
+
+
+def test_reference_memo_asks_only_for_spans_it_lacks(monkeypatch):
+    """The memo sends the reference only the span texts it has not seen, keeps no span
+    longer than REF_MEMO_MAX_CHARS, is cleared when full, and its entries are read-only."""
+    from toktier.engine import cpu
+
+    tok = toktier.load("qwen3")
+    sep = cpu.span_separator(tok)
+    words = ["cafe\u0301", "x\u0308y", "cafe\u0301", "e\u0301" * 300]
+    text, spans = "", []
+    for w in words:
+        text += "ab "
+        spans.append((len(text), len(text) + len(w)))
+        text += w
+    ra, rb = np.array([a for a, _ in spans]), np.array([b for _, b in spans])
+    alone = [x.tolist() for x in cpu.reference_spans(tok.hf, text, ra, rb, None)]
+    asked, encode = [], tok.hf.encode
+
+    class Spy:
+        def encode(self, s, **kw):
+            asked.append(s)
+            return encode(s, **kw)
+
+    memo: dict = {}
+    got = cpu.reference_spans(Spy(), text, ra, rb, sep, memo)
+    assert [x.tolist() for x in got] == alone and len(asked) == 1  # one joined call
+    asked.clear()
+    got = cpu.reference_spans(Spy(), text, ra, rb, sep, memo)
+    assert [x.tolist() for x in got] == alone
+    assert asked == [words[3]]  # the long span alone is asked again
+    assert set(memo) == {"cafe\u0301", "x\u0308y"}
+    assert all(not a.flags.writeable for e in memo.values() for a in e)
+    monkeypatch.setattr(cpu, "REF_MEMO_ENTRIES", 2)
+    cpu.reference_spans(tok.hf, "q\u0301 w\u0301", np.array([0, 3]), np.array([2, 5]), sep, memo)
+    assert set(memo) == {"q\u0301", "w\u0301"}  # full: cleared, then the new ones
 
 
 def test_reference_spans_check_the_joined_call_and_fall_back():

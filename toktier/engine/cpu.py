@@ -384,9 +384,19 @@ def span_separator(tok) -> tuple[str, int] | None:
     return None
 
 
-def reference_spans(hf, text: str, ra: np.ndarray, rb: np.ndarray, separator):
+# The reference's answers for span texts, per engine: a span runs from certified cut to
+# certified cut, so its tokens depend on its own text alone, and the NFC-changed words of a
+# language recur (Bengali with U+09DF: a few hundred distinct stretches per 26K characters).
+REF_MEMO_ENTRIES = 1 << 14  # cleared when full
+REF_MEMO_MAX_CHARS = 256  # longer spans are not kept
+
+
+def reference_spans(hf, text: str, ra: np.ndarray, rb: np.ndarray, separator, memo=None):
     """The reference's tokens of each ``text[ra[k]:rb[k]]``, offsets in ``text``'s characters:
     (ids, starts, ends, counts), int64, span after span, ``counts[k]`` tokens for span k.
+
+    ``memo`` (a dict, one per tokenizer): span text -> its (ids, starts, ends) relative to
+    the span; only the spans it lacks go to the reference.
 
     One call for all of them, joined by ``separator`` (``span_separator``): a reference
     call costs ~8 us before its first character, and an NFC text has a dozen such spans
@@ -396,6 +406,8 @@ def reference_spans(hf, text: str, ra: np.ndarray, rb: np.ndarray, separator):
     """
     ra = np.asarray(ra, dtype=np.int64)
     rb = np.asarray(rb, dtype=np.int64)
+    if memo is not None:
+        return _memo_spans(hf, text, ra, rb, separator, memo)
     if ra.size >= 2 and separator is not None:
         got = _joined_spans(hf, text, ra, rb, separator)
         if got is not None:
@@ -413,6 +425,31 @@ def reference_spans(hf, text: str, ra: np.ndarray, rb: np.ndarray, separator):
 
 
 _EMPTY = np.zeros(0, dtype=np.int64)
+
+
+def _memo_spans(hf, text, ra, rb, separator, memo):
+    keys = [text[a:b] for a, b in zip(ra.tolist(), rb.tolist(), strict=True)]
+    got = [memo.get(k) for k in keys]
+    miss = [i for i, g in enumerate(got) if g is None]
+    if miss:
+        mi = np.array(miss, dtype=np.int64)
+        ids, starts, ends, counts = reference_spans(hf, text, ra[mi], rb[mi], separator)
+        at = np.concatenate(([0], np.cumsum(counts))).tolist()
+        if len(memo) + len(miss) > REF_MEMO_ENTRIES:
+            memo.clear()
+        for j, i in enumerate(miss):
+            x, y, a = at[j], at[j + 1], int(ra[i])
+            entry = (ids[x:y].copy(), starts[x:y] - a, ends[x:y] - a)
+            for arr in entry:
+                arr.setflags(write=False)
+            got[i] = entry
+            if len(keys[i]) <= REF_MEMO_MAX_CHARS:
+                memo[keys[i]] = entry
+    counts = np.array([g[0].size for g in got], dtype=np.int64)
+    shift = np.repeat(ra, counts)
+    return (np.concatenate([g[0] for g in got] or [_EMPTY]),
+            np.concatenate([g[1] for g in got] or [_EMPTY]) + shift,
+            np.concatenate([g[2] for g in got] or [_EMPTY]) + shift, counts)  # fmt: skip
 
 
 def _joined_spans(hf, text, ra, rb, separator):
@@ -901,6 +938,7 @@ class CpuEngine:
         # The file's added tokens must match as the engine matches them, or the tokenizer
         # stays on the reference (issue #13): asked of the reference, not of the file.
         self._span_separator = span_separator(tok) if self.tables.nfc else None
+        self._reference_memo: dict = {}  # reference_spans' memo of span texts
         self.literal_probes = check_literals(tok, lambda text: self.encode(text)[0])
 
     def _workspace(self, nb: int) -> Workspace:
@@ -1139,7 +1177,8 @@ class CpuEngine:
             _gather(base, counts, offs, out_ids, out_s, out_e, ids, starts, ends)
             return ids, starts, ends
         r_ids, r_s, r_e, r_counts = reference_spans(self.tokenizer.hf, text, ra, rb,
-                                                    self._span_separator)  # fmt: skip
+                                                    self._span_separator,
+                                                    self._reference_memo)  # fmt: skip
         total = int(counts.sum()) + r_ids.size
         ids = np.empty(total, dtype=np.uint32)
         starts = np.empty(total, dtype=np.int64)
