@@ -170,9 +170,14 @@ def _cmd_certify_engine(args) -> int:
             )
         tune_simulator()
         gpu_options = {"batch": args.batch, "max_synthetic": args.max_synthetic,
-                       "single_limit": args.single_limit, "cut_limit": args.cut_limit}  # fmt: skip
-    elif any(v is not None for v in (args.max_synthetic, args.single_limit, args.cut_limit)):
-        raise ToktierError("--max-synthetic/--single-limit/--cut-limit apply to --device gpu")
+                       "single_limit": args.single_limit, "cut_limit": args.cut_limit,
+                       "batch_graphs": args.batch_graphs}  # fmt: skip
+    elif args.batch_graphs or any(
+        v is not None for v in (args.max_synthetic, args.single_limit, args.cut_limit)
+    ):
+        raise ToktierError(
+            "--max-synthetic/--single-limit/--cut-limit/--batch-graphs apply to --device gpu"
+        )
     results = []
     for name in names:
         tok = load(name)
@@ -318,6 +323,7 @@ def _cmd_bench_gpu(args) -> int:
         "sizes": args.sizes, "samples": args.samples, "tail_chars": args.tail_chars,
         "tail_samples": args.tail_samples, "corpus_chars": args.corpus_chars,
         "repeats": args.repeats, "cpu": not args.no_cpu, "contention_procs": args.contention_procs,
+        "batch_graphs": args.batch_graphs,
     }  # fmt: skip
     if args.smoke:  # a few tiny texts: proves the script runs (simulator CI), times nothing
         opts |= {
@@ -598,6 +604,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--max-synthetic", type=int, help="gpu: sample this many synthetic inputs")
     s.add_argument("--single-limit", type=int, help="gpu: real documents on the single path")
     s.add_argument("--cut-limit", type=int, help="gpu: texts whose cuts are proven")
+    s.add_argument("--batch-graphs", action="store_true",
+                   help="gpu: batches replay CUDA graphs too (certify before making it default)")  # fmt: skip
     s.set_defaults(func=_cmd_certify_engine)
 
     s = sub.add_parser(
@@ -671,6 +679,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-simulator", action="store_true",
         help="permit a run under NUMBA_ENABLE_CUDASIM=1 (smoke only: timings are meaningless)",
     )  # fmt: skip
+    s.add_argument("--batch-graphs", action="store_true",
+                   help="throughput rows again with batches replayed as CUDA graphs")  # fmt: skip
     s.add_argument("--smoke", action="store_true", help="tiny sizes (with --allow-simulator)")
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=_cmd_bench_gpu)

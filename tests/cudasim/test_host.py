@@ -152,3 +152,26 @@ def test_warmup_takes_every_delivery_path(engine, monkeypatch):
     monkeypatch.setattr(eng, "_request", spy)
     eng.warmup(capture=False)
     assert {"batch", "encode", "arrays", "list", "export"} <= set(kinds), kinds
+
+
+def test_batches_replay_a_graph_with_batch_graphs():
+    """With ``batch_graphs`` a batch workspace's chain is captured once and replayed for
+    batches of any document count, single requests keep their own graph, and a batch with
+    more documents than the workspace holds (empty ones) gets new document arrays and a new
+    capture instead of a replay through the freed ones.  Every answer is the reference's."""
+    tok = toktier.load("llama3")
+    eng = gpu.GpuEngine(tok, graphs=True, batch_graphs=True, _backend=_GraphSim(),
+                        buckets=(64,))  # fmt: skip
+    lit = tok.added_tokens[0].content
+    batches = [["Hello world", f"It's 12 o'clock {lit} x"], ["a", "bb cc", "dd\n\nee", "ff"],
+               None, [""] * 62 + ["q", "r s", "t"], ["Hello again", "world"]]  # fmt: skip
+    for texts in batches:
+        if texts is None:
+            assert eng.encode("solo text")[0].tolist() == tok.reference("solo text")
+            assert eng.stats()["last_request"]["graph"]
+            continue
+        got = eng.encode_batch(texts)
+        assert [g[0].tolist() for g in got] == [tok.reference(t) for t in texts]
+        assert eng.stats()["last_request"]["graph"], texts
+    ws = eng._batch_spaces[64]
+    assert ws.doc_cap == 65 and ws.graph is not None  # grown once (65 documents), recaptured

@@ -205,7 +205,8 @@ def throughput(tok, eng, docs_by_corpus: dict[str, list[str]], *, repeats: int =
             ok = all(check(out) for _, out in runs)  # the check, not timed
             rows.append({"corpus": corpus, "mode": mode, "docs": len(docs), "bytes": nbytes,
                          "ms": best, "gb_per_s": nbytes / 1e9 / (best / 1e3), "exact": bool(ok),
-                         "host_syncs": last["host_syncs"]})  # fmt: skip
+                         "host_syncs": last["host_syncs"], "graph": bool(last["graph"]),
+                         "batch_graphs": eng.batch_graphs})  # fmt: skip
     return rows
 
 
@@ -261,8 +262,10 @@ def run(
     allow_simulator: bool = False,
     trajectories: int | None = None,
     progress: bool = True,
+    batch_graphs: bool = False,
 ) -> dict:
-    """The whole GPU experiment; returns the JSON record (see module doc for its rows)."""
+    """The whole GPU experiment; returns the JSON record (see module doc for its rows).
+    ``batch_graphs``: the throughput rows again with batches replayed as CUDA graphs."""
     from ..engine.gpu import GpuEngine, tune_simulator
     from ..registry import load
     from .streams import load_trajectories
@@ -294,6 +297,7 @@ def run(
             "archive": str(archive),
             "trajectories": len(trajs),
             "corpus_sources": list(corpus_sources),
+            "batch_graphs": batch_graphs,
         },
         "engines": {},
         "latency": [],
@@ -316,6 +320,12 @@ def run(
             record["latency"].append({"tokenizer": name, **r})
         for r in throughput(tok, eng, docs_by_corpus, repeats=repeats):
             record["throughput"].append({"tokenizer": name, **r})
+        if batch_graphs and eng.graphs:
+            batched = GpuEngine(tok, batch_graphs=True, cpu=eng._cpu)
+            batched.warmup()
+            for r in throughput(tok, batched, docs_by_corpus, repeats=repeats):
+                record["throughput"].append({"tokenizer": name, **r})
+            del batched
         engines = {"toktier GPU, graph replay": eng, "toktier GPU, eager": eager}
         for r in tail(tok, engines, trajs, tail_chars, tail_samples,
                       contention_procs=contention_procs, progress=progress):  # fmt: skip

@@ -152,16 +152,18 @@ def run_gpu_campaign(
     single_limit: int | None = None,
     cut_limit: int | None = None,
     engine=None,
+    batch_graphs: bool = False,
 ) -> GpuCertification:
     """Split- and ID-level certification of the GPU engine for one tokenizer.
 
     ``max_synthetic`` / ``single_limit`` / ``cut_limit`` thin the campaign for
-    simulator smoke runs (None: everything, as on a GPU).
+    simulator smoke runs (None: everything, as on a GPU); ``batch_graphs`` certifies the
+    engine with its batches replayed as CUDA graphs (``GpuEngine(batch_graphs=True)``).
     """
     from ..engine.gpu import GpuEngine
 
     t0 = time.perf_counter()
-    cert = GpuCertifier(tok, engine or GpuEngine(tok))
+    cert = GpuCertifier(tok, engine or GpuEngine(tok, batch_graphs=batch_graphs))
     r = cert.report
     r.device_facts = cert.engine.device_facts()
     rng = random.Random(seed)

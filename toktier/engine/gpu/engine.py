@@ -107,8 +107,8 @@ class _Workspace:
         self.packed = e(3 * tok_cap, np.int64)
         tile = g.scan_bd * g.scan_ipt
         self.sums = e(-(-(cap + 1) // tile) + 1, np.int64)
-        self.set_docs(be, np.zeros(1, dtype=_INT), docs)
         self.graph = None
+        self.set_docs(be, np.zeros(1, dtype=_INT), docs)
 
     def set_docs(self, be, doc_lo: np.ndarray, capacity: int | None = None) -> None:
         need = max(len(doc_lo), capacity or 0, 1)
@@ -116,6 +116,7 @@ class _Workspace:
             self.doc_cap = need
             self.doc_lo = be.empty(need, _INT)
             self.doc_unsafe = be.empty(need, _INT)
+            self.graph = None  # a captured chain would read the freed document arrays
         be.put(self.doc_lo, doc_lo.astype(_INT))
 
 
@@ -134,8 +135,9 @@ class GpuEngine:
 
     name = "gpu"
 
-    def __init__(self, tok, *, graphs: bool | None = None, block_max: int = BLOCK_MAX,
-                 buckets: tuple[int, ...] | None = None, cpu=None, _backend=None):  # fmt: skip
+    def __init__(self, tok, *, graphs: bool | None = None, batch_graphs: bool = False,
+                 block_max: int = BLOCK_MAX, buckets: tuple[int, ...] | None = None, cpu=None,
+                 _backend=None):  # fmt: skip
         from ..cpu import CpuEngine, engine_for
 
         if _backend is None and not self.available():
@@ -155,6 +157,10 @@ class GpuEngine:
             graphs = False
         self.graphs = (not be.simulator) if graphs is None else bool(graphs)
         self.graphs_reason = be.graphs_reason if be.simulator else ("" if self.graphs else "off")
+        # Batches replay a graph too: their workspaces get document arrays for as many
+        # documents as bytes, so the pointers a graph holds never move.  Off by default until
+        # a GPU certification has run with it (``certify-engine --device gpu --batch-graphs``).
+        self.batch_graphs = bool(batch_graphs) and self.graphs
         self._has2 = bool(t.normalized_literals.size > 0)
         class_of = stability.class_map_for(tok)
         stable = np.ascontiguousarray(stability.cut_matrix(tok.family))
@@ -287,8 +293,9 @@ class GpuEngine:
         return -(-nb // top) * top
 
     def _workspace(self, nb: int, *, batch: bool = False) -> _Workspace:
-        """The workspace of ``nb``'s bucket.  Batches have their own (their document arrays
-        grow, which would leave a captured graph pointing at freed buffers)."""
+        """The workspace of ``nb``'s bucket.  Batches have their own: their document arrays
+        grow (dropping the workspace's graph), or, with ``batch_graphs``, hold one entry per
+        byte from the start (a batch of non-empty documents never has more)."""
         spaces = self._batch_spaces if batch else self._spaces
         cap = self._capacity(nb)
         ws = spaces.get(cap)
@@ -296,7 +303,8 @@ class GpuEngine:
             if cap > self.buckets[-1]:  # one oversized workspace at a time
                 for c in [c for c in spaces if c > self.buckets[-1]]:
                     self._be.forget(spaces.pop(c))
-            ws = spaces[cap] = _Workspace(self._be, cap, self)
+            docs = cap if batch and self.batch_graphs else 1
+            ws = spaces[cap] = _Workspace(self._be, cap, self, docs)
         return ws
 
     def _scan(self, ws: _Workspace, len_idx: int, src, dst, total_idx: int) -> None:
@@ -382,7 +390,7 @@ class GpuEngine:
         # Single-request workspaces keep doc_lo = [0] from their creation: it never grows,
         # so a captured graph's pointers stay valid.
         single = ws in self._spaces.values()
-        use_graph = self.graphs and single and literals and stage == "ids"
+        use_graph = self.graphs and (single or self.batch_graphs) and literals and stage == "ids"
         if use_graph and ws.graph is None:
             ws.graph = self._capture(ws)
         if use_graph and ws.graph is not None:
@@ -602,10 +610,9 @@ class GpuEngine:
         if capture and self.graphs:
             with self._be.lock, self._lock:
                 for cap in self.buckets:
-                    ws = self._spaces.get(cap) or self._spaces.setdefault(
-                        cap, _Workspace(self._be, cap, self)
-                    )
-                    if ws.graph is None and self.graphs:
-                        ws.graph = self._capture(ws)
+                    for batch in (False, True) if self.batch_graphs else (False,):
+                        ws = self._workspace(cap, batch=batch)
+                        if ws.graph is None and self.graphs:
+                            ws.graph = self._capture(ws)
         self.compile_seconds = time.perf_counter() - t0
         return self.compile_seconds
