@@ -42,6 +42,9 @@ def test_errors_are_reported_not_raised(tmp_path, capsys):
     bad.write_bytes(b"ok \xff\xfe not utf-8")
     assert main(["encode", "--tokenizer", "llama3", str(bad)]) == 2
     assert "not valid UTF-8 (byte offset 3)" in capsys.readouterr().err
+    for flag in ("--batch-graphs", "--no-batch-graphs"):  # GPU options on the CPU engine
+        assert main(["certify-engine", "--chars", "10", flag, "llama3"]) == 2
+        assert "apply to --device gpu" in capsys.readouterr().err
 
 
 def test_tokenizers_table_says_why_a_tokenizer_stays_on_the_reference(capsys, tmp_path):

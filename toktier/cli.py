@@ -172,7 +172,7 @@ def _cmd_certify_engine(args) -> int:
         gpu_options = {"batch": args.batch, "max_synthetic": args.max_synthetic,
                        "single_limit": args.single_limit, "cut_limit": args.cut_limit,
                        "batch_graphs": args.batch_graphs}  # fmt: skip
-    elif args.batch_graphs or any(
+    elif args.batch_graphs is not None or any(
         v is not None for v in (args.max_synthetic, args.single_limit, args.cut_limit)
     ):
         raise ToktierError(
@@ -323,7 +323,7 @@ def _cmd_bench_gpu(args) -> int:
         "sizes": args.sizes, "samples": args.samples, "tail_chars": args.tail_chars,
         "tail_samples": args.tail_samples, "corpus_chars": args.corpus_chars,
         "repeats": args.repeats, "cpu": not args.no_cpu, "contention_procs": args.contention_procs,
-        "batch_graphs": args.batch_graphs,
+        "batch_graphs_ab": args.batch_graphs_ab,
     }  # fmt: skip
     if args.smoke:  # a few tiny texts: proves the script runs (simulator CI), times nothing
         opts |= {
@@ -604,8 +604,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--max-synthetic", type=int, help="gpu: sample this many synthetic inputs")
     s.add_argument("--single-limit", type=int, help="gpu: real documents on the single path")
     s.add_argument("--cut-limit", type=int, help="gpu: texts whose cuts are proven")
-    s.add_argument("--batch-graphs", action="store_true",
-                   help="gpu: batches replay CUDA graphs too (certify before making it default)")  # fmt: skip
+    s.add_argument("--batch-graphs", action=argparse.BooleanOptionalAction, default=None,
+                   help="gpu: batches replay CUDA graphs (default: the engine's own, on for "
+                   "byte-level BPE, off for SentencePiece)")  # fmt: skip
     s.set_defaults(func=_cmd_certify_engine)
 
     s = sub.add_parser(
@@ -679,8 +680,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-simulator", action="store_true",
         help="permit a run under NUMBA_ENABLE_CUDASIM=1 (smoke only: timings are meaningless)",
     )  # fmt: skip
-    s.add_argument("--batch-graphs", action="store_true",
-                   help="throughput rows again with batches replayed as CUDA graphs")  # fmt: skip
+    s.add_argument("--batch-graphs-ab", action="store_true",
+                   help="throughput rows again with the other batch-graph setting (A/B)")  # fmt: skip
     s.add_argument("--smoke", action="store_true", help="tiny sizes (with --allow-simulator)")
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=_cmd_bench_gpu)

@@ -262,10 +262,10 @@ def run(
     allow_simulator: bool = False,
     trajectories: int | None = None,
     progress: bool = True,
-    batch_graphs: bool = False,
+    batch_graphs_ab: bool = False,
 ) -> dict:
     """The whole GPU experiment; returns the JSON record (see module doc for its rows).
-    ``batch_graphs``: the throughput rows again with batches replayed as CUDA graphs."""
+    ``batch_graphs_ab``: the throughput rows again with the other batch-graph setting."""
     from ..engine.gpu import GpuEngine, tune_simulator
     from ..registry import load
     from .streams import load_trajectories
@@ -297,7 +297,7 @@ def run(
             "archive": str(archive),
             "trajectories": len(trajs),
             "corpus_sources": list(corpus_sources),
-            "batch_graphs": batch_graphs,
+            "batch_graphs_ab": batch_graphs_ab,
         },
         "engines": {},
         "latency": [],
@@ -320,12 +320,12 @@ def run(
             record["latency"].append({"tokenizer": name, **r})
         for r in throughput(tok, eng, docs_by_corpus, repeats=repeats):
             record["throughput"].append({"tokenizer": name, **r})
-        if batch_graphs and eng.graphs:
-            batched = GpuEngine(tok, batch_graphs=True, cpu=eng._cpu)
-            batched.warmup()
-            for r in throughput(tok, batched, docs_by_corpus, repeats=repeats):
+        if batch_graphs_ab and eng.graphs:
+            other = GpuEngine(tok, batch_graphs=not eng.batch_graphs, cpu=eng._cpu)
+            other.warmup()
+            for r in throughput(tok, other, docs_by_corpus, repeats=repeats):
                 record["throughput"].append({"tokenizer": name, **r})
-            del batched
+            del other
         engines = {"toktier GPU, graph replay": eng, "toktier GPU, eager": eager}
         for r in tail(tok, engines, trajs, tail_chars, tail_samples,
                       contention_procs=contention_procs, progress=progress):  # fmt: skip

@@ -152,13 +152,13 @@ def run_gpu_campaign(
     single_limit: int | None = None,
     cut_limit: int | None = None,
     engine=None,
-    batch_graphs: bool = False,
+    batch_graphs: bool | None = None,
 ) -> GpuCertification:
     """Split- and ID-level certification of the GPU engine for one tokenizer.
 
     ``max_synthetic`` / ``single_limit`` / ``cut_limit`` thin the campaign for
     simulator smoke runs (None: everything, as on a GPU); ``batch_graphs`` certifies the
-    engine with its batches replayed as CUDA graphs (``GpuEngine(batch_graphs=True)``).
+    engine with its batches replayed as CUDA graphs or not (None: the engine's default).
     """
     from ..engine.gpu import GpuEngine
 
