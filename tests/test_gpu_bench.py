@@ -63,3 +63,58 @@ def test_bench_gpu_smoke_run_under_the_simulator(tmp_path, trajectory_archive):
     assert {"method", "contention", "p99"} <= set(rec["tail_summary"][0])
     eng = rec["engines"]["llama3"]
     assert eng["graphs"] is False and "simulator" in eng["graphs_reason"]
+
+
+def _profile_cli(args: list[str], *, sim: bool):
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    if sim:
+        env["NUMBA_ENABLE_CUDASIM"] = "1"
+    return subprocess.run([sys.executable, "-m", "toktier", "profile-gpu", *args], env=env,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+
+
+def test_profile_gpu_refuses_without_a_gpu_and_runs_under_the_simulator(tmp_path):
+    """``toktier profile-gpu``: refused without a GPU or (full size) on the simulator; a
+    smoke run times every launch of both request shapes, per kernel, and profiles the host."""
+    out = tmp_path / "prof.json"
+    proc = _profile_cli(["--smoke", "--out", str(out)], sim=False)
+    assert proc.returncode == 2 and "no usable CUDA GPU" in proc.stderr, proc.stderr
+    proc = _profile_cli(["--allow-simulator", "--out", str(out)], sim=True)
+    assert proc.returncode == 2 and "--smoke" in proc.stderr, proc.stderr
+    proc = _profile_cli(["--allow-simulator", "--smoke", "--quiet", "--tokenizers", "llama3",
+                         "--out", str(out)], sim=True)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    rec = json.loads(out.read_text())
+    assert rec["kind"] == "gpu-profile" and rec["device"] == "cudasim"
+    assert [r["request"].split(" ")[0] for r in rec["rows"]] == ["batch", "single"]
+    for r in rec["rows"]:
+        names = {k["kernel"] for k in r["kernels"]}
+        assert {"k_decode", "k_pretokenize", "k_output"} <= names, names
+        assert all(k["launches"] >= 1 and k["ms"] >= 0 for k in r["kernels"])
+        assert r["kernel_ms"] == sum(k["ms"] for k in r["kernels"]) and r["wall_ms"] > 0
+        assert r["host"] and r["bytes"] > 0
+    text = out.with_suffix(".txt").read_text()
+    assert "k_decode" in text and "host (cProfile" in text
+
+
+def test_kernel_timer_restores_the_backend():
+    """The timer wraps ``launch`` for its block only; every launch inside is recorded."""
+    from toktier.bench.gpu_profile import KernelTimer
+
+    class Backend:
+        def __init__(self):
+            self.calls = []
+
+        def launch(self, kernel, grid, block, *args):
+            self.calls.append((kernel, grid, block, args))
+
+    def k_test():
+        pass
+
+    be = Backend()
+    with KernelTimer(be) as kt:
+        be.launch(k_test, 4, 32, 1, 2)
+        be.launch(k_test, 2, 32)
+    assert "launch" not in vars(be) and len(be.calls) == 2
+    (row,) = kt.summary()
+    assert row["kernel"] == "k_test" and row["launches"] == 2 and row["grid"] == 2

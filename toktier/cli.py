@@ -310,6 +310,24 @@ def _cmd_soak(args) -> int:
     return 0 if v["passed"] else 1
 
 
+def _cmd_profile_gpu(args) -> int:
+    import socket
+
+    from .bench import gpu_profile
+
+    opts = {"corpus_chars": args.corpus_chars, "repeats": args.repeats}
+    if args.smoke:  # a few tiny documents: proves the script runs (simulator CI), times nothing
+        opts = {"corpus_chars": 400, "repeats": 1, "sources": ("stdlib",)}
+    record = gpu_profile.run(args.tokenizers, allow_simulator=args.allow_simulator,
+                             progress=not args.quiet, **opts)  # fmt: skip
+    out = Path(args.out or f"results/runs/gpu-profile/profile-{socket.gethostname()}.json")
+    _write_json(str(out), record)
+    text = gpu_profile.report(record)
+    out.with_suffix(".txt").write_text(text)
+    print(text if not args.quiet else f"-> {out} and {out.with_suffix('.txt')}")
+    return 0
+
+
 def _cmd_bench_gpu(args) -> int:
     import socket
 
@@ -685,6 +703,21 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--smoke", action="store_true", help="tiny sizes (with --allow-simulator)")
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=_cmd_bench_gpu)
+
+    s = sub.add_parser(
+        "profile-gpu",
+        help="where a GPU request's time goes: per-kernel device time, host share (needs a GPU)",
+    )
+    s.add_argument("--tokenizers", nargs="+", default=["qwen3"])
+    s.add_argument("--corpus-chars", type=int, default=1_000_000, help="per corpus")
+    s.add_argument("--repeats", type=int, default=3, help="wall time: best of")
+    s.add_argument("--out", help="JSON record (default: results/runs/gpu-profile/"
+                   "profile-<host>.json; the text report beside it, .txt)")  # fmt: skip
+    s.add_argument("--allow-simulator", action="store_true",
+                   help="permit a run under NUMBA_ENABLE_CUDASIM=1 (smoke only)")  # fmt: skip
+    s.add_argument("--smoke", action="store_true", help="tiny corpora (with --allow-simulator)")
+    s.add_argument("--quiet", action="store_true")
+    s.set_defaults(func=_cmd_profile_gpu)
 
     s = sub.add_parser(
         "audit",

@@ -26,6 +26,8 @@ for n in $NAMES; do
   step cert-$n 200 python3 -m toktier certify-engine $n --device gpu --chars 1000000 \
       --quiet --out $OUT/engine-gpu-$n.json
 done
+step profile 150 python3 -m toktier profile-gpu --tokenizers qwen3 llama3 --quiet \
+    --out $OUT/gpu-profile.json
 step bench 240 python3 -m toktier bench-gpu --tokenizers qwen3 --archive $ARC --samples 3 \
     --tail-samples 100 --quiet --out $OUT/gpu-bench-qwen3.json
 PLAN
