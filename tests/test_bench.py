@@ -169,6 +169,43 @@ def test_frontend_cost_replays_the_mixture_exactly(trajectory_archive):
         table["HF full re-encode"]["cores_per_1000_rps"]
         == table["HF full re-encode"]["E_t_tok_cpu_ms"]
     )
+    # what each call scanned: a repair its window (a small part of the text), else the text
+    for r in rows:
+        assert r["context_bytes"] >= r["context_chars"] > 0
+        if r["path"] == "repair":
+            assert 0 <= r["scanned_chars"] < r["context_chars"]
+        else:
+            assert r["scanned_chars"] == r["context_chars"]
+            assert r["scanned_bytes"] == r["context_bytes"]
+    total = {t["method"]: t for t in frontend_cost.accounts(rows)[0]}
+    hf, tier = total["HF full re-encode"], total["tier over the engine"]
+    assert hf["served_MB_per_core_s"] == hf["scanned_MB_per_core_s"]
+    assert tier["served_MB_per_core_s"] > tier["scanned_MB_per_core_s"]
+
+
+def test_served_and_scanned_accounts_by_hand():
+    """Sums of bytes over sums of CPU time, per method and per context bin; the crossing is
+    the first bin from which one method's served account stays above the other's."""
+    from toktier.bench import frontend_cost
+
+    def row(method, ctx, scanned, cpu_ms):
+        return {"method": method, "context_bytes": ctx, "scanned_bytes": scanned,
+                "cpu_ms": cpu_ms}  # fmt: skip
+
+    rows = []
+    for ctx in (1_000, 100_000, 10_000_000):  # three bins, five calls each
+        for _ in range(5):
+            rows.append(row("full", ctx, ctx, ctx / 1e5))  # 100 MB/s, served = scanned
+            rows.append(row("tier", ctx, 100, 1.0))  # 1 ms per call whatever the context
+    total, binned = frontend_cost.accounts(rows)
+    t = {r["method"]: r for r in total}
+    assert t["full"]["served_MB_per_core_s"] == t["full"]["scanned_MB_per_core_s"]
+    assert abs(t["full"]["served_MB_per_core_s"] - 100) < 1e-9
+    assert abs(t["tier"]["scanned_MB_per_core_s"] - 0.1) < 1e-9  # 1,500 B over 15 ms
+    tier_bins = [b["served_MB_per_core_s"] for b in binned if b["method"] == "tier"]
+    assert [round(x, 6) for x in tier_bins] == [1.0, 100.0, 10_000.0]
+    assert frontend_cost.crossing(binned, "tier", "full") == 100_000  # equal there, above after
+    assert frontend_cost.crossing(binned, "full", "tier") is None
 
 
 def test_sample_order_rotates_the_light_methods_and_keeps_the_heavy_ones_last():

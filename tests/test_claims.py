@@ -100,3 +100,24 @@ def test_engine_target_cells_without_the_peer_are_not_counted(tmp_path):
     )
     pd.concat([byte_level, extra]).to_csv(tree / "tables" / "engine-targets.csv", index=False)
     assert want in _row(claims.evaluate(tree), "F1")["verdict"]
+
+
+def test_served_and_scanned_verdict_follows_its_rule(tmp_path):
+    (tmp_path / "tables").mkdir()
+    methods = ("Gigatoken prewarmed", "tier over the engine")
+    pd.DataFrame({"method": methods, "requests": [100, 100],
+                  "served_MB_per_core_s": [350.0, 900.0],
+                  "scanned_MB_per_core_s": [350.0, 30.0]}).to_csv(
+        tmp_path / "tables" / "served-scanned.csv", index=False)  # fmt: skip
+    bins = [{"method": m, "bytes_lo": lo, "context_bytes_median": lo * 1.5, "requests": 50,
+             "served_MB_per_core_s": served}
+            for lo, g, t in ((1e4, 100.0, 50.0), (1e5, 300.0, 900.0), (1e6, 350.0, 5000.0))
+            for m, served in zip(methods, (g, t), strict=True)]  # fmt: skip
+    pd.DataFrame(bins).to_csv(tmp_path / "tables" / "served-scanned-bins.csv", index=False)
+    row = _row(claims.evaluate(tmp_path), "R4")
+    assert row["ok"] is True and "150 KB" in row["ours"] and "0.90 GB/s" in row["ours"]
+    b = pd.DataFrame(bins)
+    b.loc[(b.method == methods[1]) & (b.bytes_lo == 1e6), "served_MB_per_core_s"] = 10.0
+    b.to_csv(tmp_path / "tables" / "served-scanned-bins.csv", index=False)
+    row = _row(claims.evaluate(tmp_path), "R4")
+    assert row["ok"] is None and "no crossing" in row["verdict"]

@@ -110,6 +110,7 @@ def frontend_cost(tok, trajs, *, methods=METHODS, progress: bool = True) -> list
         tqdm(trajs, desc=f"request mixture {tok.name}", disable=not progress)
     ):
         prompts = session_prompts(traj, tok.name)
+        nbytes = [len(p.encode("utf-8")) for p in prompts]
         reference = None
         order = names[si % len(names) :] + names[: si % len(names)]  # rotate: spread drift
         outputs = {}
@@ -121,9 +122,13 @@ def frontend_cost(tok, trajs, *, methods=METHODS, progress: bool = True) -> list
             prev = 0
             for k, prompt in enumerate(prompts):
                 cpu, wall, (out, path) = _timed(lambda p=prompt, c=call, s=traj.session: c(s, p))
+                # what the call re-tokenized: a repair its window, any other path the text
+                scanned = out.window_chars if path == "repair" else len(prompt)
                 rows.append({
                     "tokenizer": tok.name, "method": name, "session": traj.session, "call": k,
                     "context_chars": len(prompt), "delta_chars": len(prompt) - prev,
+                    "context_bytes": nbytes[k], "scanned_chars": scanned,
+                    "scanned_bytes": round(scanned * nbytes[k] / max(len(prompt), 1)),
                     "cpu_ms": cpu, "wall_ms": wall, "path": path,
                 })  # fmt: skip
                 prev = len(prompt)
@@ -172,3 +177,56 @@ def summarize(rows: list[dict]) -> list[dict]:
             "paper_E_t_tok_ms": PAPER.get(name),
         })  # fmt: skip
     return out
+
+
+def accounts(rows: list[dict], *, bins_per_decade: int = 4) -> tuple[list[dict], list[dict]]:
+    """The paper's two throughput accounts per CPU core (§6.3, Fig. 13), kept apart.
+
+    *Served*: context bytes each call delivers, per CPU second (what a cache is credited
+    with); *scanned*: bytes physically re-tokenized per CPU second (a repair's window,
+    any full encode's whole text; for a full re-encoder the two coincide).  Returns
+    (one row per method: trace-weighted over every call, sums of bytes over sums of CPU
+    time; rows per method and context-size bin, log-spaced, for the figure).  A window's
+    bytes are its characters times its prompt's bytes per character.
+    """
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    df = df[df["cpu_ms"] > 0]
+    total, binned = [], []
+    edges = 10 ** np.arange(2, 9 + 1e-9, 1 / bins_per_decade)
+    df = df.assign(bin=np.digitize(df["context_bytes"], edges))
+    for name, g in df.groupby("method", sort=False):
+        cpu_s = g["cpu_ms"].sum() / 1e3
+        total.append({"method": name, "requests": len(g),
+                      "served_MB_per_core_s": g["context_bytes"].sum() / 1e6 / cpu_s,
+                      "scanned_MB_per_core_s": g["scanned_bytes"].sum() / 1e6 / cpu_s,
+                      "context_MB": g["context_bytes"].sum() / 1e6,
+                      "scanned_MB": g["scanned_bytes"].sum() / 1e6, "cpu_s": cpu_s})  # fmt: skip
+        for b, gb in g.groupby("bin"):
+            c = gb["cpu_ms"].sum() / 1e3
+            lo, hi = edges[b - 1] if b > 0 else 0.0, edges[b] if b < len(edges) else np.inf
+            binned.append({"method": name, "bytes_lo": lo, "bytes_hi": hi,
+                           "context_bytes_median": float(gb["context_bytes"].median()),
+                           "requests": len(gb),
+                           "served_MB_per_core_s": gb["context_bytes"].sum() / 1e6 / c,
+                           "scanned_MB_per_core_s": gb["scanned_bytes"].sum() / 1e6 / c})  # fmt: skip
+    return total, binned
+
+
+def crossing(binned: list[dict], method: str, ceiling_method: str, *,
+             min_requests: int = 5) -> float | None:  # fmt: skip
+    """The smallest context (median bytes of its bin) from which ``method``'s served account
+    stays at or above ``ceiling_method``'s in every bin with enough requests; None if never."""
+    import pandas as pd
+
+    df = pd.DataFrame(binned)
+    df = df[df["requests"] >= min_requests]
+    a = df[df.method == method].set_index("bytes_lo")
+    b = df[df.method == ceiling_method].set_index("bytes_lo")
+    common = a.index.intersection(b.index).sort_values()
+    above = [a.loc[x, "served_MB_per_core_s"] >= b.loc[x, "served_MB_per_core_s"] for x in common]
+    for i in range(len(common)):
+        if all(above[i:]):
+            return float(a.loc[common[i], "context_bytes_median"])
+    return None

@@ -110,6 +110,8 @@ ALL_OUTPUTS = [
     f"{RESULTS}/notebooks/10-continuation.ipynb",
     f"{RESULTS}/tables/frontend-cost.csv",
     f"{RESULTS}/figures/frontend-cost.png",
+    f"{RESULTS}/tables/served-scanned.csv",
+    f"{RESULTS}/figures/served-scanned.png",
     f"{RESULTS}/notebooks/11-frontend-cost.ipynb",
     f"{RESULTS}/tables/audit-ladder.csv",
     f"{RESULTS}/figures/audit-ladder.png",

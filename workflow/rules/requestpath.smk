@@ -52,7 +52,14 @@ rule notebook_frontend_cost:
     output:
         notebook=f"{RESULTS}/notebooks/11-frontend-cost.ipynb",
         table=f"{RESULTS}/tables/frontend-cost.csv",
+        accounts=f"{RESULTS}/tables/served-scanned.csv",
+        account_bins=f"{RESULTS}/tables/served-scanned-bins.csv",
         run=f"{RESULTS}/runs/frontend-cost.json",
+        accounts_figure=report(
+            f"{RESULTS}/figures/served-scanned.png",
+            caption="../report/served-scanned.rst",
+            category="Serving",
+        ),
         figure=report(
             f"{RESULTS}/figures/frontend-cost.png",
             caption="../report/frontend-cost.rst",
