@@ -378,3 +378,20 @@ def test_the_front_ends_verifier_share_is_split_over_its_repair_workers():
     assert worker_tier_kw(kw, 2) == {"verify_cpu_share": 0.125, "delta_aware": False}
     assert worker_tier_kw(kw, 1) == kw and kw["verify_cpu_share"] == 0.25  # not mutated
     assert worker_tier_kw(None, 2) == {} and worker_tier_kw({"x": 1}, 4) == {"x": 1}
+
+
+def test_delta_sweep_times_both_tier_modes_on_the_same_cells_and_checks_the_first(
+    trajectory_archive,
+):
+    trajs = streams.load_trajectories(trajectory_archive, limit=30)
+    tok = toktier.load("llama3")
+    methods = ("toktier repair", "toktier, delta-aware")
+    rows = repair_bench.delta_sweep(tok, trajs, [20_000], [3_000], sessions=2, methods=methods,
+                                    appends=3, check_first=True, progress=False)  # fmt: skip
+    assert len(rows) == 2 * 2 * 2  # sessions x methods x timed appends
+    for m in methods:
+        mine = [r for r in rows if r["method"] == m]
+        assert {r["session"] for r in mine} == {0, 1} and all(r["delta"] == 3_000 for r in mine)
+        checked = [r for r in mine if "exact" in r]
+        assert [r["session"] for r in checked] == [0] and checked[0]["exact"] is True
+    assert {r["path"] for r in rows if r["method"] == "toktier repair"} == {"repair"}

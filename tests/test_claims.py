@@ -121,3 +121,19 @@ def test_served_and_scanned_verdict_follows_its_rule(tmp_path):
     b.to_csv(tmp_path / "tables" / "served-scanned-bins.csv", index=False)
     row = _row(claims.evaluate(tmp_path), "R4")
     assert row["ok"] is None and "no crossing" in row["verdict"]
+
+
+def test_large_appends_verdict_follows_its_rule(tmp_path):
+    (tmp_path / "tables").mkdir()
+    t = pd.DataFrame({"context": [1_000_000, 8_000_000] * 2, "delta": [50_000] * 2 + [100_000] * 2,
+                      "toktier repair": [1.5, 1.6, 3.0, 3.2],
+                      "toktier, delta-aware": [1.2, 1.4, 2.5, 2.9],
+                      "Gigatoken prewarmed": [6.0, 20.0, 7.0, 24.0],
+                      "gpu_export_p50_ms": [5.3, None, 5.3, None]})  # fmt: skip
+    t.to_csv(tmp_path / "tables" / "large-appends-routes.csv", index=False)
+    row = _row(claims.evaluate(tmp_path), "X1")
+    assert row["ok"] is True and "1M/8M" in row["ours"] and "1M 5.30 ms" in row["ours"]
+    t.loc[3, "toktier, delta-aware"] = 30.0
+    t.to_csv(tmp_path / "tables" / "large-appends-routes.csv", index=False)
+    row = _row(claims.evaluate(tmp_path), "X1")
+    assert row["ok"] is None and "lost Δ = 100K at 8M" in row["verdict"]

@@ -466,6 +466,33 @@ def _served_scanned(r: Results):
     return ours, Verdict(verdict, True if ok else None)
 
 
+def _large_appends(r: Results):
+    t = r.table("large-appends-routes.csv").sort_values(["delta", "context"])
+    tier, repair, giga = "toktier, delta-aware", "toktier repair", "Gigatoken prewarmed"
+    parts = []
+    for delta, g in t.groupby("delta"):
+        cells = "/".join(_n(c / 1e6, 1).rstrip("0").rstrip(".") + "M" for c in g.context)
+        parts.append(f"Δ = {delta / 1e3:g}K at {cells}: tier {_ms_list(g[tier])}, repair alone "
+                     f"{_ms_list(g[repair])}, Gigatoken prewarmed {_ms_list(g[giga])} ms")  # fmt: skip
+    ours = "; ".join(parts)
+    if "gpu_export_p50_ms" in t and t.gpu_export_p50_ms.notna().any():
+        g = t.dropna(subset=["gpu_export_p50_ms"]).drop_duplicates("context")
+        ours += ("; GPU full re-encode with span export (bench-gpu record) "
+                 + ", ".join(f"{c / 1e6:g}M {v:.2f}" for c, v in zip(g.context, g.gpu_export_p50_ms,
+                                                                   strict=True)) + " ms")  # fmt: skip
+    lost = t[t[tier] > t[giga]]
+    ok = lost.empty
+    verdict = ("reclaimed: the deployed tier at or below Gigatoken prewarmed in every cell "
+               f"(up to {(t[giga] / t[tier]).max():.1f}× faster)") if ok else (
+        "partial: lost " + ", ".join(f"Δ = {d / 1e3:g}K at {c / 1e6:g}M"
+                                     for d, c in zip(lost.delta, lost.context, strict=True)))  # fmt: skip
+    return ours, Verdict(verdict, True if ok else None)
+
+
+def _ms_list(values) -> str:
+    return "/".join(f"{v:.2f}" for v in values)
+
+
 def _state_memory(r: Results):
     m = r.table("state-memory.csv")
     last = m.groupby("session").tail(1)
@@ -754,10 +781,16 @@ CLAIMS: list[Claim] = [
     Claim(
         "X1",
         "large-append routes (App. F)",
-        "—",
-        "Route B/C beat the shipped path at Δ=100K",
-        "—",
-        static=("not run", "pending"),
+        "`notebook_large_appends` → `13-large-appends` → `tables/large-appends-routes.csv`, "
+        "`figures/large-appends.png`",
+        "Δ = 100K, qwen3, 1M/4.4M/8M: shipped repair 32.2/34.7/40.1 ms lost to Gigatoken "
+        "prewarmed 2.86/12.1/23.6; routes B (2.66/3.79/5.34) and C (GPU, 1.13/2.82/6.05) "
+        "win the cells back",
+        "reclaimed when toktier's deployed tier is at or below Gigatoken prewarmed in every "
+        "measured cell (Δ ≥ 50K)",
+        _large_appends,
+        runs=("large-appends.json",),
+        note="toktier's shipped window encoder is its compiled engine (~75 MB/s on one core), so its repair path is the paper's route B in kind; route C's GPU cells are the committed bench-gpu records (a full re-encode with span export of a fresh text of that size), shown beside, never mixed into the verdict.",
     ),
 ]
 

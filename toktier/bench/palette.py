@@ -13,6 +13,7 @@ COLORS = {
     "tier over the engine": _BLUE,
     "toktier repair": _BLUE,
     "tier full text": _SKY,
+    "toktier, delta-aware": _SKY,
     "tier append, no cut": "#000000",
     "tier append, Python plan": _GREEN,
     "tier over reference windows": _GREEN,
@@ -26,6 +27,7 @@ COLORS = {
     "toktier GPU, list": "#9E9AC8",
     "toktier GPU, graph replay": "#332288",
     "toktier GPU, eager": "#9E9AC8",
+    "GPU full re-encode + span export": "#6A51A3",
     # peers
     "fastokens full re-encode": _VERMILLION,
     "fastokens": _VERMILLION,

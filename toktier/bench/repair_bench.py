@@ -45,6 +45,17 @@ PAPER_TABLE3 = {
 }
 
 
+# The paper's Table 9 (App. F): the routes at Δ = 100K characters, Qwen3, P50 ms on its host.
+PAPER_ROUTES = {
+    1_000_000: {"shipped": 32.2, "A (k=8)": 9.80, "B (1 core)": 2.66, "C (GPU)": 1.13,
+                "cache": 2.86},
+    4_400_000: {"shipped": 34.7, "A (k=8)": 11.3, "B (1 core)": 3.79, "C (GPU)": 2.82,
+                "cache": 12.1},
+    8_000_000: {"shipped": 40.1, "A (k=8)": 13.1, "B (1 core)": 5.34, "C (GPU)": 6.05,
+                "cache": 23.6},
+}  # fmt: skip
+
+
 def _baseline(name, tok):
     return {
         "Gigatoken prewarmed": GigatokenPrewarmed,
@@ -53,9 +64,10 @@ def _baseline(name, tok):
     }[name](tok)
 
 
-def _time_toktier(tok, cell, sid, record, exact_check=True):
-    # repair alone: no verifier (its cost: experiment 09), no delta-aware full encodes
-    tier = Tier(tok, verify_rate=0, delta_aware=False)
+def _time_toktier(tok, cell, sid, record, exact_check=True, delta_aware=False):
+    # no verifier (its cost: experiment 09); repair alone unless ``delta_aware`` (the
+    # deployed router, which encodes the whole text when it predicts that faster)
+    tier = Tier(tok, verify_rate=0, delta_aware=delta_aware)
     tier.encode(cell.prefix, session=sid)
     tier.append(sid, cell.appends[0])  # untimed warm-up append
     text = cell.prefix + cell.appends[0]
@@ -150,16 +162,23 @@ def delta_sweep(
     *,
     sessions: int = 4,
     methods=("toktier repair", "Gigatoken prewarmed"),
+    appends: int = 2,
+    check_first: bool = False,
     progress=True,
 ) -> list[dict]:
-    """Repair time vs append size Δ at fixed contexts (fixed-length slices of real streams)."""
+    """Repair time vs append size Δ at fixed contexts (fixed-length slices of real streams):
+    per session ``appends`` appends, the first untimed.  Methods: ``toktier repair`` (the
+    repair path alone), ``toktier, delta-aware`` (the deployed tier: its router may encode
+    the whole text instead) and the baselines.  ``check_first``: each cell's first
+    session's last result is compared with the reference (``exact`` on its last sample)."""
     samples: list[dict] = []
-    bases = {m: _baseline(m, tok) for m in methods if m != "toktier repair"}
+    ours = ("toktier repair", "toktier, delta-aware")
+    bases = {m: _baseline(m, tok) for m in methods if m not in ours}
     cells = [(c, d, s) for c in contexts for d in deltas for s in range(sessions)]
     for context, delta, s in tqdm(
         cells, desc="delta sweep", unit="cell", disable=not progress or None
     ):
-        cell = sliced_cell(trajs, tok.name, context, delta, 2, start=11 * s + 5)
+        cell = sliced_cell(trajs, tok.name, context, delta, appends, start=11 * s + 5)
         for method in methods:
 
             def record(
@@ -172,8 +191,12 @@ def delta_sweep(
                     }
                 )  # fmt: skip
 
-            if method == "toktier repair":
-                _time_toktier(tok, cell, f"sweep-{context}-{delta}-{s}", record, exact_check=False)
+            if method in ours:
+                exact = _time_toktier(tok, cell, f"sweep-{context}-{delta}-{s}", record,
+                                      exact_check=check_first and s == 0,
+                                      delta_aware=method != "toktier repair")  # fmt: skip
+                if exact is not None:
+                    samples[-1]["exact"] = exact
             else:
                 _time_baseline(bases[method], cell, record)
     return samples

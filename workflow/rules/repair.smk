@@ -159,3 +159,49 @@ rule notebook_state_memory:
             "-p tokenizer {params.tokenizer:q}",
             "-p sessions {params.sessions}",
         )
+
+
+rule notebook_large_appends:
+    # Timings: the job takes every core, so no other job of the workflow runs beside it.
+    threads: workflow.cores
+    input:
+        notebook="build/notebooks/13-large-appends.ipynb",
+        trajectories=TRAJECTORIES,
+        tokenizer=tokenizer_json(config["large_appends"]["tokenizer"]),
+        # committed by hand from a GPU machine (bench-gpu): route C's cells
+        gpu_records="results/runs/engine-gpu",
+    output:
+        notebook=f"{RESULTS}/notebooks/13-large-appends.ipynb",
+        table=f"{RESULTS}/tables/large-appends.csv",
+        routes=f"{RESULTS}/tables/large-appends-routes.csv",
+        run=f"{RESULTS}/runs/large-appends.json",
+        figure=report(
+            f"{RESULTS}/figures/large-appends.png",
+            caption="../report/large-appends.rst",
+            category="Repair",
+        ),
+    params:
+        results=lambda w, output: Path(output.notebook).parent.parent,  # its tree
+        py=PY,
+        home=DATA_HOME,
+        root=str(ROOT),
+        tokenizer=config["large_appends"]["tokenizer"],
+        contexts=json.dumps(config["large_appends"]["contexts"]),
+        deltas=json.dumps(config["large_appends"]["deltas"]),
+        sessions=config["large_appends"]["sessions"],
+        gpu_evidence=lambda wc, input: Path(input.gpu_records).parent.parent,
+    benchmark:
+        f"{RESULTS}/benchmarks/notebooks/13-large-appends.tsv"
+    log:
+        f"{RESULTS}/logs/notebooks/13-large-appends.log",
+    conda:
+        "../../environment.yml"
+    shell:
+        papermill(
+            "-p archive {input.trajectories:q}",
+            "-p tokenizer {params.tokenizer:q}",
+            "-y 'contexts: {params.contexts}'",
+            "-y 'deltas: {params.deltas}'",
+            "-p sessions {params.sessions}",
+            "-p evidence_dir {params.gpu_evidence:q}",
+        )
