@@ -79,6 +79,8 @@ ORDER = [
     Order("bulk-throughput.csv", ("tokenizer", "corpus"), "method", "mb_per_s", False),
     Order("continuation-latency.csv", ("tokenizer", "corpus", "context"), "method", "p50_us"),
     Order("frontend-cost.csv", (), "method", "E_t_tok_cpu_ms"),
+    Order("served-scanned.csv", (), "method", "served_MB_per_core_s", False),
+    Order("large-appends.csv", ("context", "delta"), "method", "p50_ms"),
     Order("engine-targets.csv", (), "", ""),  # one column per method: ``WIDE``
 ]
 # engine-targets.csv holds one column per method: compared as an ordering of these columns.
