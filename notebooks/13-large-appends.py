@@ -27,11 +27,11 @@
 # %% tags=["parameters"]
 archive = "data/build/archives/mini-swe-agent-gemini3-swebench-verified.tar.xz"
 tokenizer = "qwen3"
-contexts = [1_000_000, 4_400_000, 8_000_000]
+contexts = [1_000_000]  # full config: 1M, 4.4M, 8M
 deltas = [50_000, 100_000]
-sessions = 12  # per cell; two timed appends each
+sessions = 2  # per cell, two timed appends each (full config: 12)
 results_dir = "results"
-evidence_dir = "results"  # where the committed GPU records are read from
+gpu_evidence_dir = "results"  # where the committed GPU records are read from
 
 # %%
 import json
@@ -71,7 +71,7 @@ table = (df.groupby(["context", "delta", "method"])
 
 # Route C: the GPU records' full re-encode with span export at the same context sizes
 gpu = []
-for rec in gpu_runs(Path(evidence_dir) / "runs"):
+for rec in gpu_runs(Path(gpu_evidence_dir) / "runs"):
     for r in rec["latency_summary"]:
         if r["tokenizer"] == tok.name and r["method"] == "toktier GPU, export":
             gpu.append({"context": r["chars"], "gpu_export_p50_ms": r["p50"],

@@ -203,5 +203,5 @@ rule notebook_large_appends:
             "-y 'contexts: {params.contexts}'",
             "-y 'deltas: {params.deltas}'",
             "-p sessions {params.sessions}",
-            "-p evidence_dir {params.gpu_evidence:q}",
+            "-p gpu_evidence_dir {params.gpu_evidence:q}",
         )
