@@ -179,8 +179,8 @@ def test_frontend_cost_replays_the_mixture_exactly(trajectory_archive):
             assert r["scanned_bytes"] == r["context_bytes"]
     total = {t["method"]: t for t in frontend_cost.accounts(rows)[0]}
     hf, tier = total["HF full re-encode"], total["tier over the engine"]
-    assert hf["served_MB_per_core_s"] == hf["scanned_MB_per_core_s"]
-    assert tier["served_MB_per_core_s"] > tier["scanned_MB_per_core_s"]
+    # the accounts share their CPU time: what differs is the bytes (no timing judged)
+    assert hf["context_MB"] == hf["scanned_MB"] and tier["context_MB"] > tier["scanned_MB"]
 
 
 def test_served_and_scanned_accounts_by_hand():
