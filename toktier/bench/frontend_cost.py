@@ -196,21 +196,21 @@ def accounts(rows: list[dict], *, bins_per_decade: int = 4) -> tuple[list[dict],
     total, binned = [], []
     edges = 10 ** np.arange(2, 9 + 1e-9, 1 / bins_per_decade)
     df = df.assign(bin=np.digitize(df["context_bytes"], edges))
-    for name, g in df.groupby("method", sort=False):
+    def rates(g) -> dict:
         cpu_s = g["cpu_ms"].sum() / 1e3
-        total.append({"method": name, "requests": len(g),
-                      "served_MB_per_core_s": g["context_bytes"].sum() / 1e6 / cpu_s,
-                      "scanned_MB_per_core_s": g["scanned_bytes"].sum() / 1e6 / cpu_s,
-                      "context_MB": g["context_bytes"].sum() / 1e6,
-                      "scanned_MB": g["scanned_bytes"].sum() / 1e6, "cpu_s": cpu_s})  # fmt: skip
+        return {"requests": len(g),
+                "served_MB_per_core_s": g["context_bytes"].sum() / 1e6 / cpu_s,
+                "scanned_MB_per_core_s": g["scanned_bytes"].sum() / 1e6 / cpu_s}  # fmt: skip
+
+    for name, g in df.groupby("method", sort=False):
+        total.append({"method": name, **rates(g), "context_MB": g["context_bytes"].sum() / 1e6,
+                      "scanned_MB": g["scanned_bytes"].sum() / 1e6,
+                      "cpu_s": g["cpu_ms"].sum() / 1e3})  # fmt: skip
         for b, gb in g.groupby("bin"):
-            c = gb["cpu_ms"].sum() / 1e3
             lo, hi = edges[b - 1] if b > 0 else 0.0, edges[b] if b < len(edges) else np.inf
             binned.append({"method": name, "bytes_lo": lo, "bytes_hi": hi,
                            "context_bytes_median": float(gb["context_bytes"].median()),
-                           "requests": len(gb),
-                           "served_MB_per_core_s": gb["context_bytes"].sum() / 1e6 / c,
-                           "scanned_MB_per_core_s": gb["scanned_bytes"].sum() / 1e6 / c})  # fmt: skip
+                           **rates(gb)})  # fmt: skip
     return total, binned
 
 
