@@ -712,3 +712,24 @@ def test_byte_level_campaign_checks_parallel_and_budget_parts():
     assert r.id_inputs > 50 and r.parallel_inputs >= 1 and r.parts_inputs >= 1
     assert r.divergences == 0, r.examples
     assert r.to_dict()["divergences"] == 0 and "parts_divergences" in r.to_dict()
+
+
+def test_nfc_changed_text_handed_over_with_its_stretches_on_all_threads():
+    """The GPU engine's handoff: a text whose NFC changes, with the stretches the caller
+    already computed, goes straight to the segmented path on every thread and still
+    gets the reference's IDs and spans (gaps cut into chunks on both sides of each
+    reference stretch)."""
+    from toktier.engine.cpu import MIN_PARALLEL_CHARS, nfc_stretch_changes
+
+    tok = toktier.load("qwen3")
+    eng = engine_for(tok)
+    unit = "Caf\u00e9 cafe\u0301 \u212b x = f(y)\n"
+    text = unit * (MIN_PARALLEL_CHARS // len(unit) + 50)
+    cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    stretches = nfc_stretch_changes(tok.hf.normalizer.normalize_str, cps, eng.tables.bits[cps])
+    assert stretches[2].any()
+    enc = tok.hf.encode(text, add_special_tokens=False)
+    for threads in (1, 2):
+        ids, s, e = eng.encode_nfc_changed(text, stretches, threads=threads)
+        assert ids.tolist() == enc.ids
+        assert list(zip(s.tolist(), e.tolist(), strict=True)) == [tuple(o) for o in enc.offsets]

@@ -120,3 +120,15 @@ def test_kernel_timer_restores_the_backend():
     assert "launch" not in vars(be) and len(be.calls) == 2
     (row,) = kt.summary()
     assert row["kernel"] == "k_test" and row["launches"] == 2 and row["grid"] == 2
+
+
+def test_bench_gpu_smoke_run_of_a_sentencepiece_tokenizer(tmp_path, trajectory_archive):
+    """SentencePiece BPE has no pre-tokenizer: the bench times its IDs and no split level
+    (it crashed on the first H100 run of mistral-sp-v3, 2026-11-26)."""
+    out = tmp_path / "gpu.json"
+    args = ["--allow-simulator", "--smoke", "--quiet", "--tokenizers", "mistral-sp-v3"]
+    proc = _cli([*args, "--archive", str(trajectory_archive), "--out", str(out)], sim=True)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    rec = json.loads(out.read_text())
+    assert rec["all_exact"]
+    assert {r["mode"] for r in rec["throughput"]} == {"ids"}

@@ -186,8 +186,9 @@ def throughput(tok, eng, docs_by_corpus: dict[str, list[str]], *, repeats: int =
     for corpus, docs in docs_by_corpus.items():
         nbytes = sum(len(d.encode("utf-8")) for d in docs)
         refs = tok.hf.encode_batch(docs, add_special_tokens=False)
-        pretok = tok.hf.pre_tokenizer.pre_tokenize_str
-        ref_ends = [[b for _p, (_a, b) in pretok(d)] for d in docs]
+        # SentencePiece BPE has no pre-tokenizer, hence no split level to time
+        pretok = tok.hf.pre_tokenizer.pre_tokenize_str if tok.hf.pre_tokenizer else None
+        ref_ends = [[b for _p, (_a, b) in pretok(d)] for d in docs] if pretok else []
 
         def ids_ok(out, refs=refs):
             return all(got[0].tolist() == r.ids for got, r in zip(out, refs, strict=True))
@@ -195,10 +196,10 @@ def throughput(tok, eng, docs_by_corpus: dict[str, list[str]], *, repeats: int =
         def split_ok(out, ref_ends=ref_ends):
             return all(e.tolist() == r for (_s, e), r in zip(out, ref_ends, strict=True))
 
-        for mode, fn, check in (
-            ("ids", lambda docs=docs: eng.encode_batch(docs), ids_ok),
-            ("pretokenize", lambda docs=docs: eng.split_batch(docs), split_ok),
-        ):
+        modes = [("ids", lambda docs=docs: eng.encode_batch(docs), ids_ok)]
+        if pretok:
+            modes.append(("pretokenize", lambda docs=docs: eng.split_batch(docs), split_ok))
+        for mode, fn, check in modes:
             runs = [_timed(fn) for _ in range(repeats)]
             last = eng.stats()["last_request"]
             best = min(ms for ms, _ in runs)

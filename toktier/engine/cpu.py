@@ -313,17 +313,6 @@ def _join_stretches(cps, ra, rb):
     return out, sep
 
 
-def nfc_leaves_alone(bits: np.ndarray, normalize, text: str) -> bool:
-    """Does the reference's NFC (``normalize``) leave ``text`` exactly as it is?
-
-    One normalizer call over the text's NFC stretches (``_nfc_stretches`` on the class
-    bits ``bits[cp]``); for callers that have not decoded the text themselves (the GPU
-    engine flags unsafe characters on the device, and its result stands when this
-    holds)."""
-    cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-    return nfc_unchanged(normalize, cps, bits[cps])
-
-
 def nfc_unchanged(normalize, cps: np.ndarray, fl: np.ndarray) -> bool:
     """Does the reference's NFC leave the code points ``cps`` (class bits ``fl``) alone?
     One normalizer call over their NFC stretches; the rest is NFC-stable by construction."""
@@ -1027,13 +1016,17 @@ class CpuEngine:
         span lifting left out: 6-12% less time on warm 1M-character texts."""
         return self.encode_parallel(text, threads, spans=False)[0]
 
-    def encode_nfc_changed(self, text: str, stretches=None) -> tuple[np.ndarray, np.ndarray,
-                                                                        np.ndarray]:  # fmt: skip
+    def encode_nfc_changed(self, text: str, stretches=None, *, threads: int = 1,
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
         """``encode`` for a text the caller has found NFC changes (an NFC tokenizer's repair
-        window): straight to the segmented path, without first encoding it all and
-        normalizing it again to find out.  Any text gets exact IDs here.  ``stretches``:
-        the caller's ``nfc_stretch_changes`` of exactly this text, if it has them."""
-        return self._encode_segmented(text, utf8_array(text), threads=1, stretches=stretches)
+        window, a text the GPU engine hands over): straight to the segmented path, without
+        first encoding it all and normalizing it again to find out.  Any text gets exact
+        IDs here.  ``stretches``: the caller's ``nfc_stretch_changes`` of exactly this
+        text, if it has them; ``threads`` > 1 cuts the engine's gaps into chunks (texts of
+        ``MIN_PARALLEL_CHARS`` or more, as ``encode_parallel``)."""
+        threads = threads if len(text) >= MIN_PARALLEL_CHARS else 1
+        return self._encode_segmented(text, utf8_array(text), threads=max(1, threads),
+                                      stretches=stretches)  # fmt: skip
 
     def _encode_validated(self, text: str, u8: np.ndarray, spans: bool = True):
         ids, starts, ends, ok = self._encode_bytes(u8, spans)
