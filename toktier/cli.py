@@ -623,8 +623,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--single-limit", type=int, help="gpu: real documents on the single path")
     s.add_argument("--cut-limit", type=int, help="gpu: texts whose cuts are proven")
     s.add_argument("--batch-graphs", action=argparse.BooleanOptionalAction, default=None,
-                   help="gpu: batches replay CUDA graphs (default: the engine's own, on for "
-                   "byte-level BPE, off for SentencePiece)")  # fmt: skip
+                   help="gpu: batches replay CUDA graphs (default: on; --no-batch-graphs for eager "
+                   "batches)")  # fmt: skip
     s.set_defaults(func=_cmd_certify_engine)
 
     s = sub.add_parser(

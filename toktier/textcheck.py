@@ -33,6 +33,13 @@ def utf8_array(text: object, what: str = "text") -> np.ndarray:
     return np.frombuffer(_utf8(text, what), dtype=np.uint8)
 
 
+def utf8_bytes(text: object, what: str = "text") -> bytes:
+    """``text``'s UTF-8 bytes, checked as ``check_text`` checks it (one encode for both)."""
+    if not isinstance(text, str):
+        raise TypeError(f"{what} must be str, got {type(text).__name__}")
+    return _utf8(text, what)
+
+
 def _utf8(text: str, what: str) -> bytes:
     try:
         return text.encode("utf-8")

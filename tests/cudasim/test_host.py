@@ -178,14 +178,13 @@ def test_batches_replay_a_graph_with_batch_graphs():
 
 
 def test_batch_graphs_default_follows_the_gpu_certification():
-    """Default: batches replay graphs for byte-level BPE (certified on an H100), not for
-    SentencePiece (never run so on a GPU); an explicit setting wins; no graphs, no batch
-    graphs."""
+    """Default: batches replay graphs for byte-level BPE and SentencePiece (both certified
+    so on an H100); an explicit setting wins; no graphs, no batch graphs."""
     llama, sp = toktier.load("llama3"), toktier.load("mistral-sp-v3")
     assert gpu.GpuEngine(llama, graphs=True, _backend=_GraphSim()).batch_graphs
     assert not gpu.GpuEngine(llama, graphs=True, batch_graphs=False,
                              _backend=_GraphSim()).batch_graphs  # fmt: skip
     assert not gpu.GpuEngine(llama, graphs=False, _backend=_GraphSim()).batch_graphs
     eng = gpu.GpuEngine(sp, graphs=True, _backend=_GraphSim())
-    assert not eng.batch_graphs and not eng.stats()["batch_graphs"]
-    assert gpu.GpuEngine(sp, graphs=True, batch_graphs=True, _backend=_GraphSim()).batch_graphs
+    assert eng.batch_graphs and eng.stats()["batch_graphs"]
+    assert not gpu.GpuEngine(sp, graphs=True, batch_graphs=False, _backend=_GraphSim()).batch_graphs
