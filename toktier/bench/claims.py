@@ -692,7 +692,7 @@ CLAIMS: list[Claim] = [
         "met when the best IDs throughput reaches 3.8 GB/s",
         _gpu_throughput,
         runs=("gpu-h100-*.json",),
-        note="Batches replay CUDA graphs by default since 2026-11-26 (certified on an H100); that cut 1 MB of stdlib from 7.4 to 5.4 ms (qwen3) but left throughput at 0.1–0.19 GB/s: launch overhead was not the main cost, and the rest is unprofiled (a single 1M-char request takes ~3 ms on the same pipeline).",
+        note="Batches replay CUDA graphs by default since 2026-11-26 (certified on an H100, byte-level and SentencePiece); that cut 1 MB of stdlib from 7.4 to 5.4 ms (qwen3) but left throughput at 0.1–0.24 GB/s. `toktier profile-gpu` (H100, 1 MB per corpus, eager): 38 launches whose event-timed sum is 3.4–6.5 ms, the largest one-thread-per-piece BPE (1.1–1.6 ms), the scans ~0.8 ms, serial one-thread kernels ~0.3–0.5 ms; host work around a batch 1–9 ms (per-document Python, since cut), and on qwen3 pycountry 68–90 ms of host NFC handoff (since halved). The paper's 3.8 GB/s would be 0.26 ms per MB: the kernels themselves, not launches, are ~15× short.",
     ),
     Claim(
         "F3",
