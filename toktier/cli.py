@@ -430,8 +430,11 @@ def _cmd_claims(args) -> int:
 
 
 def _cmd_gpu_report(args) -> int:
+    import seaborn as sns
+
     from .bench.gpu_report import write_gpu_report
 
+    sns.set_theme(style="whitegrid")  # as notebook 06 draws the same figure
     tree, evidence = Path(args.results), Path(args.evidence or args.results)
     if not (evidence / "runs").is_dir():
         raise ToktierError(f"{evidence}/runs: no results tree there")

@@ -81,7 +81,7 @@ def plot_gpu(tables: dict[str, pd.DataFrame], path: Path) -> None:
                title=f"({chr(97 + k)}) {tok}, fresh texts\n{d.gpu.iloc[0]}, commit {commit}")  # fmt: skip
         ax.legend(fontsize=8)
     ax = axes[-1]
-    t = tail.assign(run=tail.tokenizer + " @" + tail.commit)
+    t = tail.assign(run=tail.tokenizer + "\n@" + tail.commit)
     labels, xs, width = list(dict.fromkeys(t.run)), range(len(set(t.run))), 0.2
     combos = [(m, c) for m in ("toktier GPU, graph replay", "toktier GPU, eager")
               for c in (False, True)]  # fmt: skip
