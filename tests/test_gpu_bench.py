@@ -82,10 +82,11 @@ def test_profile_gpu_refuses_without_a_gpu_and_runs_under_the_simulator(tmp_path
     proc = _profile_cli(["--allow-simulator", "--out", str(out)], sim=True)
     assert proc.returncode == 2 and "--smoke" in proc.stderr, proc.stderr
     proc = _profile_cli(["--allow-simulator", "--smoke", "--quiet", "--tokenizers", "llama3",
-                         "--out", str(out)], sim=True)  # fmt: skip
+                         "--short-map", "--out", str(out)], sim=True)  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     rec = json.loads(out.read_text())
     assert rec["kind"] == "gpu-profile" and rec["device"] == "cudasim"
+    assert rec["parameters"]["short_map"] is True
     assert [r["request"].split(" ")[0] for r in rec["rows"]] == ["batch", "single"]
     for r in rec["rows"]:
         names = {k["kernel"] for k in r["kernels"]}

@@ -171,12 +171,13 @@ def _cmd_certify_engine(args) -> int:
         tune_simulator()
         gpu_options = {"batch": args.batch, "max_synthetic": args.max_synthetic,
                        "single_limit": args.single_limit, "cut_limit": args.cut_limit,
-                       "batch_graphs": args.batch_graphs}  # fmt: skip
-    elif args.batch_graphs is not None or any(
+                       "batch_graphs": args.batch_graphs, "short_map": args.short_map}  # fmt: skip
+    elif args.batch_graphs is not None or args.short_map or any(
         v is not None for v in (args.max_synthetic, args.single_limit, args.cut_limit)
     ):
         raise ToktierError(
-            "--max-synthetic/--single-limit/--cut-limit/--batch-graphs apply to --device gpu"
+            "--max-synthetic/--single-limit/--cut-limit/--batch-graphs/--short-map apply to "
+            "--device gpu"
         )
     results = []
     for name in names:
@@ -318,6 +319,7 @@ def _cmd_profile_gpu(args) -> int:
     opts = {"corpus_chars": args.corpus_chars, "repeats": args.repeats}
     if args.smoke:  # a few tiny documents: proves the script runs (simulator CI), times nothing
         opts = {"corpus_chars": 400, "repeats": 1, "sources": ("stdlib",)}
+    opts["short_map"] = args.short_map
     record = gpu_profile.run(args.tokenizers, allow_simulator=args.allow_simulator,
                              progress=not args.quiet, **opts)  # fmt: skip
     out = Path(args.out or f"results/runs/gpu-profile/profile-{socket.gethostname()}.json")
@@ -628,6 +630,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--batch-graphs", action=argparse.BooleanOptionalAction, default=None,
                    help="gpu: batches replay CUDA graphs (default: on; --no-batch-graphs for eager "
                    "batches)")  # fmt: skip
+    s.add_argument("--short-map", action="store_true",
+                   help="gpu: the short-piece map on the device (not yet the default)")  # fmt: skip
     s.set_defaults(func=_cmd_certify_engine)
 
     s = sub.add_parser(
@@ -719,6 +723,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--allow-simulator", action="store_true",
                    help="permit a run under NUMBA_ENABLE_CUDASIM=1 (smoke only)")  # fmt: skip
     s.add_argument("--smoke", action="store_true", help="tiny corpora (with --allow-simulator)")
+    s.add_argument("--short-map", action="store_true",
+                   help="profile the engine with the short-piece map on the device")  # fmt: skip
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=_cmd_profile_gpu)
 

@@ -75,3 +75,35 @@ def test_chain_matches_the_reference(name, engine):
     # the device predicate (rules.cut_ok over lmark) == the CPU's _cut_ok, everywhere
     cuts = eng.certified_cuts(text)
     assert len(cuts) and cuts.tolist() == eng._cpu.certified_cuts(text).tolist()
+
+
+@pytest.mark.parametrize("name", ["llama3", "gpt-oss"])
+def test_short_map_on_the_device_matches_the_reference_and_is_read(name, engine):
+    """``GpuEngine(short_map=True)``: pieces that are whole tokens come from the CPU engine's
+    short-piece map instead of the merges -- the same IDs and spans; and the map is really
+    read: an engine whose map gives one short piece a wrong token emits it."""
+    from toktier.engine import gpu
+    from toktier.engine.cpu import CpuEngine
+
+    base = engine(name)
+    tok = base.tokenizer
+    eng = gpu.GpuEngine(tok, short_map=True, cpu=base._cpu)
+    assert eng.short_map and eng.stats()["short_map"] and not base.short_map
+    docs, _ = documents(tok)
+    for doc, (ids, s, e) in zip(docs, eng.encode_batch(docs), strict=True):
+        check_ids(tok, doc, ids, s, e, "short map")
+    text = " hello world"
+    ids, s, e = eng.encode(text)
+    check_ids(tok, text, ids, s, e, "short map single")
+    # corrupt the entry of " hello" (a whole token of both vocabularies) in a copy of the map
+    smap = base._cpu.bpe.smap.copy()
+    want = tok.hf.encode(" hello", add_special_tokens=False).ids
+    assert len(want) == 1
+    rows = np.flatnonzero(smap[:, 3] == want[0])
+    assert rows.size == 1
+    smap[rows[0], 3] = want[0] + 1
+    cpu = CpuEngine(tok)
+    cpu.bpe = cpu.bpe._replace(smap=smap)
+    bad = gpu.GpuEngine(tok, short_map=True, cpu=cpu)
+    got = bad.encode(text)[0].tolist()
+    assert got[0] == want[0] + 1 and got != tok.hf.encode(text, add_special_tokens=False).ids

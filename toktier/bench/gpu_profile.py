@@ -133,8 +133,9 @@ def profile_request(eng, name: str, fn, nbytes: int, repeats: int, *, host_top: 
 
 def run(tokenizers: list[str], *, corpus_chars: int = CORPUS_CHARS, repeats: int = 3,
         sources=("stdlib", "trajectories", "pycountry"), allow_simulator: bool = False,
-        progress: bool = True) -> dict:  # fmt: skip
-    """The profile record: per tokenizer, corpus and request shape (batch, joined single)."""
+        progress: bool = True, short_map: bool = False) -> dict:  # fmt: skip
+    """The profile record: per tokenizer, corpus and request shape (batch, joined single);
+    ``short_map``: the engine with the short-piece map on the device."""
     from ..engine.gpu import GpuEngine, tune_simulator
     from ..registry import load
 
@@ -147,11 +148,12 @@ def run(tokenizers: list[str], *, corpus_chars: int = CORPUS_CHARS, repeats: int
     docs_by_corpus = corpora(corpus_chars, sources)
     record = {"kind": "gpu-profile", "device": device, "machine": machine_facts(),
               "parameters": {"tokenizers": tokenizers, "corpus_chars": corpus_chars,
-                             "repeats": repeats, "sources": list(sources)},
+                             "repeats": repeats, "sources": list(sources),
+                             "short_map": short_map},
               "rows": []}  # fmt: skip
     for name in tokenizers:
         tok = load(name)
-        eng = GpuEngine(tok, graphs=False)  # eager: every launch passes the timer
+        eng = GpuEngine(tok, graphs=False, short_map=short_map)  # eager: every launch is timed
         eng.warmup(capture=False)
         record["gpu"] = eng.device_facts()
         for corpus, docs in docs_by_corpus.items():

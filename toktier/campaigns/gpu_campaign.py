@@ -153,17 +153,20 @@ def run_gpu_campaign(
     cut_limit: int | None = None,
     engine=None,
     batch_graphs: bool | None = None,
+    short_map: bool = False,
 ) -> GpuCertification:
     """Split- and ID-level certification of the GPU engine for one tokenizer.
 
     ``max_synthetic`` / ``single_limit`` / ``cut_limit`` thin the campaign for
     simulator smoke runs (None: everything, as on a GPU); ``batch_graphs`` certifies the
-    engine with its batches replayed as CUDA graphs or not (None: the engine's default).
+    engine with its batches replayed as CUDA graphs or not (None: the engine's default);
+    ``short_map`` with the short-piece map on the device (``GpuEngine(short_map=True)``).
     """
     from ..engine.gpu import GpuEngine
 
     t0 = time.perf_counter()
-    cert = GpuCertifier(tok, engine or GpuEngine(tok, batch_graphs=batch_graphs))
+    cert = GpuCertifier(tok, engine or GpuEngine(tok, batch_graphs=batch_graphs,
+                                                   short_map=short_map))
     r = cert.report
     r.device_facts = cert.engine.device_facts()
     rng = random.Random(seed)

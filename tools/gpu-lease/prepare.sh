@@ -22,14 +22,15 @@ done
 cp data/build/archives/mini-swe-agent-gemini3-swebench-verified.tar.xz .dev/
 [ -e .dev/plan.sh ] || cat > .dev/plan.sh <<'PLAN'
 # step NAME CAP_SECONDS command...   (each step gets what is left of BUDGET, capped)
-for n in $NAMES; do
-  step cert-$n 200 python3 -m toktier certify-engine $n --device gpu --chars 1000000 \
-      --quiet --out $OUT/engine-gpu-$n.json
-done
-step profile 150 python3 -m toktier profile-gpu --tokenizers qwen3 llama3 --quiet \
+# The short-piece map on the device: A/B profile on one machine, then certify it.
+step profile 120 python3 -m toktier profile-gpu --tokenizers qwen3 llama3 --quiet \
     --out $OUT/gpu-profile.json
-step bench 240 python3 -m toktier bench-gpu --tokenizers qwen3 --archive $ARC --samples 3 \
-    --tail-samples 100 --quiet --out $OUT/gpu-bench-qwen3.json
+step profile-short-map 120 python3 -m toktier profile-gpu --tokenizers qwen3 llama3 \
+    --short-map --quiet --out $OUT/gpu-profile-short-map.json
+for n in $NAMES; do
+  step cert-$n 150 python3 -m toktier certify-engine $n --device gpu --short-map \
+      --chars 1000000 --quiet --out $OUT/engine-gpu-$n.json
+done
 PLAN
 du -sh .whl .dev
 echo "Untrack results/ for the transfer (64 MiB limit), run, then restore:"

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from numba import cuda, int64
 
+from ..rules import CACHE_MAX_BYTES
 from .device import (
     DEVICE,
     LM_LIT,
@@ -47,6 +48,9 @@ MAX_WARPS = 32  # per block (shared partials of the block BPE kernel)
 # The rules' device functions (numba resolves callees as module globals).
 bpe_merge = DEVICE.bpe_merge
 merge_link = DEVICE.merge_link
+piece_words_bytes = DEVICE.piece_words_bytes
+piece_hash = DEVICE.piece_hash
+short_lookup = DEVICE.short_lookup
 pair_code = DEVICE.pair_code
 merged_token = DEVICE.merged_token
 vocab_lookup = DEVICE.vocab_lookup
@@ -64,7 +68,11 @@ def k_bpe_small(meta, piece_lo, char_start, u8, lmark, lid, bpe, block_max, otmp
     """Thread per piece: literals, single bytes and pieces <= SMALL_MAX bytes; queue the rest.
 
     A piece's tokens go to ``otmp`` from its own first byte on (a piece of L bytes
-    has at most L tokens, so pieces never overlap there).
+    has at most L tokens, so pieces never overlap there).  With a short-piece map on
+    the device (``GpuEngine(short_map=True)``; otherwise ``bpe.smap`` is one empty
+    row), a piece of 2..CACHE_MAX_BYTES bytes that is itself a token whose own
+    encoding is that token (the CPU engine's map, ``cpu.build_short_map``) is emitted
+    without merging: the map is a memo of ``bpe_merge`` for exactly those pieces.
     """
     sym = cuda.local.array(SMALL_MAX, int64)
     rank = cuda.local.array(SMALL_MAX, int64)
@@ -87,8 +95,16 @@ def k_bpe_small(meta, piece_lo, char_start, u8, lmark, lid, bpe, block_max, otmp
             otmp[b0] = bpe.byte_ids[u8[b0]]
             cnt[j] = 1
         elif length <= SMALL_MAX:
-            m = piece_bpe(u8, b0, b1, bpe, sym, rank, nxt, prv, heap, otmp, b0)
-            cnt[j] = m - b0
+            t = -1
+            if length <= CACHE_MAX_BYTES and bpe.smap.shape[0] > 1:
+                lw, w0, w1 = piece_words_bytes(u8, b0, b1)
+                t = short_lookup(bpe.smap, lw, w0, w1, piece_hash(lw, w0, w1))
+            if t >= 0:
+                otmp[b0] = t
+                cnt[j] = 1
+            else:
+                m = piece_bpe(u8, b0, b1, bpe, sym, rank, nxt, prv, heap, otmp, b0)
+                cnt[j] = m - b0
         elif length <= WARP_MAX:
             wl_mid[cuda.atomic.add(meta, M_NMID, 1)] = j
         elif length <= block_max:

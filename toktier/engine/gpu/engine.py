@@ -137,7 +137,7 @@ class GpuEngine:
 
     def __init__(self, tok, *, graphs: bool | None = None, batch_graphs: bool | None = None,
                  block_max: int = BLOCK_MAX, buckets: tuple[int, ...] | None = None, cpu=None,
-                 _backend=None):  # fmt: skip
+                 short_map: bool = False, _backend=None):  # fmt: skip
         from ..cpu import CpuEngine, engine_for
 
         if _backend is None and not self.available():
@@ -152,6 +152,10 @@ class GpuEngine:
         if block_max < WARP_MAX:
             raise ValueError(f"block_max must be >= {WARP_MAX}")
         self.block_max = int(block_max)
+        # The CPU engine's short-piece map on the device too (byte-level BPE): pieces that
+        # are whole tokens skip the thread-per-piece merges.  Off until a GPU campaign
+        # certifies it (``certify-engine --device gpu --short-map``); exact by construction.
+        self.short_map = bool(short_map) and not sp_engine
         self.buckets = tuple(sorted(buckets or be.buckets))
         if graphs and be.simulator:
             graphs = False
@@ -209,7 +213,8 @@ class GpuEngine:
             pool_off=d(t.pool_off),
             ignore_merges=bool(t.ignore_merges),
             nbytes=d(t.token_nbytes),
-            smap=d(np.zeros((1, _rules.SHORT_COLS), dtype=np.int64)),  # the GPU has no map
+            smap=d(self._cpu.bpe.smap if self.short_map
+                   else np.zeros((1, _rules.SHORT_COLS), dtype=np.int64)),  # one empty row: none
             direct=bool(t.direct_merged),
         )
 
@@ -245,6 +250,7 @@ class GpuEngine:
             "graphs_enabled": self.graphs,
             "graphs_reason": self.graphs_reason,
             "batch_graphs": self.batch_graphs,
+            "short_map": self.short_map,
             "requests": s.requests,
             "host_syncs": s.host_syncs,
             "host_syncs_per_request": per,
