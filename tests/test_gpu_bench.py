@@ -94,7 +94,9 @@ def test_profile_gpu_refuses_without_a_gpu_and_runs_under_the_simulator(tmp_path
         # structure only (timings are the record's, never judged here)
         assert all(k["launches"] >= 1 and isinstance(k["ms"], float) for k in r["kernels"])
         assert r["kernel_ms"] == sum(k["ms"] for k in r["kernels"])
-        assert {"wall_ms", "host_and_copies_ms", "gb_per_s"} <= set(r)
+        assert {"wall_ms", "host_and_copies_ms", "gb_per_s", "kernel_inline_ms",
+                "launch_gap_ms"} <= set(r)  # fmt: skip
+        assert {k["kernel"] for k in r["kernels_inline"]} == {k["kernel"] for k in r["kernels"]}
         assert r["host"] and r["bytes"] > 0
     text = out.with_suffix(".txt").read_text()
     assert "k_decode" in text and "host (cProfile" in text

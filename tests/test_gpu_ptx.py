@@ -96,6 +96,11 @@ SCRIPT = textwrap.dedent(
                 assert r.returncode == 0, (kname, r.stderr[-2000:])
                 info = " ".join(l.split("ptxas info    : ")[-1] for l in r.stderr.splitlines() if "Used" in l)
         print(f"PTX {kname} {len(ptx)} chars {time.perf_counter() - t0:.2f}s {info}", flush=True)
+    # the profiler's hold kernel (bench.gpu_profile: sleeps so queued launches start back to back)
+    from toktier.bench.gpu_profile import hold_kernel
+    ptx, _ = cuda.compile_ptx(hold_kernel().py_func, (typeof(400),), cc=(9, 0))
+    assert "nanosleep" in ptx, ptx[-500:]
+    print("PTX k_hold", len(ptx), "chars", flush=True)
     every = {n for n in gpu.__all__ if n.startswith("k_")}
     assert names == every, ("launched kernels differ from the package's", names ^ every)
     print("KERNELS", len(names), "SIGNATURES", len(seen), "PTXAS", bool(ptxas))

@@ -8,7 +8,11 @@ pair brackets it):
 
 - the batch (``encode_batch`` of the corpus's documents) and one single request of
   the same text joined (``encode_arrays``);
-- per kernel: device milliseconds summed over its launches, launches, grid, block;
+- per kernel: device milliseconds summed over its launches, launches, grid, block --
+  twice: inline (an event pair around each launch, so a small kernel's time includes
+  the host's time to launch it while the GPU waits) and queued (each launch preceded by
+  an untimed hold kernel that keeps the GPU busy while the host prepares the launch, so
+  the pair times the kernel's execution alone); inline minus queued is the launch gap;
 - the request's wall time without the events (best of ``repeats``), so
   ``wall - kernels`` is what the host and the transfers cost;
 - a cProfile of the batch request's host side (top functions by own time).
@@ -34,12 +38,38 @@ from .machine import machine_facts
 CORPUS_CHARS = 1_000_000
 
 
+HOLD_US = 400  # a hold kernel's sleep: longer than the host takes to launch one kernel
+
+_hold_kernel = None
+
+
+def hold_kernel():
+    """``k_hold[1, 1](us)``: one thread sleeps about ``us`` microseconds (``nanosleep``
+    in 1-us steps), so launches queued behind it start back to back (compiled on first use)."""
+    global _hold_kernel
+    if _hold_kernel is None:
+        import numpy as np
+        from numba import cuda
+
+        @cuda.jit
+        def k_hold(us):
+            if cuda.grid(1) == 0:
+                for _ in range(us):
+                    cuda.nanosleep(np.uint32(1000))
+
+        _hold_kernel = k_hold
+    return _hold_kernel
+
+
 class KernelTimer:
     """Brackets every launch of ``backend`` with a CUDA event pair (wall clock under the
-    simulator); ``summary()`` synchronizes and sums the device time per kernel."""
+    simulator); ``summary()`` synchronizes and sums the device time per kernel.
+    ``hold_us`` > 0: each launch is preceded by an untimed ``hold_kernel`` (device only),
+    so the pair times the kernel's execution, not the host's time to launch it."""
 
-    def __init__(self, backend):
+    def __init__(self, backend, hold_us: int = 0):
         self.be = backend
+        self.hold_us = int(hold_us)
         self.records: list[tuple] = []
         self._orig = None
 
@@ -55,6 +85,8 @@ class KernelTimer:
                 orig(kernel, grid, block, *args)
                 self.records.append((name, grid, block, t0, time.perf_counter()))
                 return
+            if self.hold_us > 0:
+                orig(hold_kernel(), 1, 1, self.hold_us)
             start, end = cp.cuda.Event(), cp.cuda.Event()
             start.record(be.stream)
             orig(kernel, grid, block, *args)
@@ -117,16 +149,24 @@ def profile_request(eng, name: str, fn, nbytes: int, repeats: int, *, host_top: 
     wall = _best_ms(fn, repeats)
     with KernelTimer(eng._be) as kt:
         fn()
+    inline = kt.summary()
+    simulated = getattr(eng._be, "cp", None) is None
+    with KernelTimer(eng._be, 0 if simulated else HOLD_US) as kt:
+        fn()
     kernels = kt.summary()
     dev = sum(r["ms"] for r in kernels)
+    dev_inline = sum(r["ms"] for r in inline)
     return {
         "request": name,
         "bytes": nbytes,
         "wall_ms": wall,
-        "kernel_ms": dev,
+        "kernel_ms": dev,  # queued: the kernels' execution alone (sum over launches)
+        "kernel_inline_ms": dev_inline,  # inline: execution + the GPU's wait for each launch
+        "launch_gap_ms": max(dev_inline - dev, 0.0),
         "host_and_copies_ms": max(wall - dev, 0.0),
         "gb_per_s": nbytes / 1e9 / (wall / 1e3),
         "kernels": kernels,
+        "kernels_inline": inline,
         "host": _host_profile(fn, host_top),
     }
 
@@ -180,7 +220,9 @@ def report(record: dict, *, kernels: int = 12, host: int = 8) -> str:
     for r in record["rows"]:
         lines.append(f"\n## {r['tokenizer']} {r['corpus']} {r['request']}: {r['bytes']:,} bytes, "
                      f"wall {r['wall_ms']:.2f} ms ({r['gb_per_s']:.3f} GB/s), kernels "
-                     f"{r['kernel_ms']:.2f} ms, host and copies {r['host_and_copies_ms']:.2f} ms")  # fmt: skip
+                     f"{r['kernel_ms']:.2f} ms executing ({r.get('kernel_inline_ms', 0):.2f} "
+                     f"timed inline: launch gaps {r.get('launch_gap_ms', 0):.2f}), host and "
+                     f"copies {r['host_and_copies_ms']:.2f} ms")  # fmt: skip
         for k in r["kernels"][:kernels]:
             lines.append(f"  {k['ms']:9.3f} ms  {k['kernel']:28s} launches {k['launches']:4d}  "
                          f"grid {k['grid']:6d} block {k['block']:4d}")  # fmt: skip
