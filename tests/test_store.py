@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from toktier.store import SessionState, SessionStore, seed_capacity
+from toktier.store import TEXT_CHUNK_FROZEN, SessionState, SessionStore, seed_capacity
 
 
 def _state(name="s", n=10, text="abcdefghij"):
@@ -43,6 +43,27 @@ def test_text_chunks_stay_logarithmic_and_tail_is_exact():
         assert st.tail(n) == full[-n:] if n else st.tail(n) == ""
     assert st.is_prefix_of(full + "more") and st.is_prefix_of(full)
     assert not st.is_prefix_of(full[:-1]) and not st.is_prefix_of("X" + full[1:])
+
+
+def test_a_long_text_is_never_copied_whole_by_an_append():
+    """Chunks of TEXT_CHUNK_FROZEN characters or more are never merged again: the seed's
+    text stays the very same object through hundreds of appends (before the bound, one
+    append in a while copied the whole context), the chunk count stays N / FROZEN plus a
+    logarithmic tail, and the text, its tail and prefix checks stay exact."""
+    seed = "x" * (3 * TEXT_CHUNK_FROZEN)
+    st = _state(text=seed)
+    full = seed
+    for i in range(600):
+        piece = f"<{i}>" * 300
+        st.commit_replace_tail(st.n, np.zeros(0, np.uint32), np.zeros(0), np.zeros(0), piece)
+        full += piece
+        assert st._chunks[0] is seed
+    assert len(st._chunks) <= len(full) // TEXT_CHUNK_FROZEN + 2 * np.log2(TEXT_CHUNK_FROZEN) + 2
+    assert all(len(a) >= TEXT_CHUNK_FROZEN for a in st._chunks[:-20])
+    for n in (1, 1000, TEXT_CHUNK_FROZEN + 5, len(full)):
+        assert st.tail(n) == full[-n:]
+    assert st.is_prefix_of(full + "z") and not st.is_prefix_of(full[:-1] + "?")
+    assert st.text() == full
 
 
 def test_edit_shifts_the_right_records():
