@@ -330,3 +330,25 @@ def test_construction_compiles_the_records_path_of_nfc_tokenizers(name, monkeypa
     tier = Tier(tok, verify_rate=0)
     assert bool(called) is tok.engine.tables.nfc  # only NFC families have that path
     tier.shutdown()
+
+
+@pytest.mark.parametrize("name", ["llama3", "qwen3"])
+def test_non_ascii_deltas_reuse_their_bytes_and_stay_exact(name):
+    """A non-ASCII delta's UTF-8 (from its check) is reused for the repair window, next to
+    an ASCII or non-ASCII old part; appends and full-text continuations alike."""
+    tier = Tier(name, verify_rate=0.0)
+    tok = tier.tokenizer
+    deltas = [" Ünïcödé wörds, ", "ascii after them ", " Привет, мир! ", "日本語のテキスト。",
+              " done.\n", "Ελληνικά και हिन्दी ", "x"]  # fmt: skip
+    for mode in ("append", "full"):
+        text = PROSE
+        tier.encode(text, session=mode)
+        for d in deltas * 3:
+            text += d
+            r = tier.append(mode, d) if mode == "append" else tier.encode(text, session=mode)
+            assert r.path == "repair"
+            assert r.ids.tolist() == tok.reference(text)
+    s = tier.stats()
+    assert s["appends"] == s["hits"] == 2 * len(deltas) * 3
+    assert s["requests"] == s["hits"] + s["misses"] and s["misses"] == 2
+    assert s["first_window"] + s["widened"] + s["fallbacks"] + s["delta_full"] == s["appends"]

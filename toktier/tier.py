@@ -18,7 +18,7 @@ from .errors import SessionTokenizerMismatchError, UnknownSessionError
 from .registry import Tokenizer, load
 from .router import Route, Router
 from .store import DEFAULT_MAX_BYTES, SessionState, SessionStore
-from .textcheck import check_text
+from .textcheck import check_text, utf8_bytes
 from .verifier import DEFAULT_CPU_SHARE, DEFAULT_RATE, ShadowVerifier, check_cpu_share
 
 
@@ -259,7 +259,9 @@ class Tier:
         # Striped locks: one session always maps to the same lock (its requests are
         # serialized), memory stays bounded however many session ids come and go.
         self._stripes = tuple(threading.Lock() for _ in range(_LOCK_STRIPES))
-        self._counts: Counter[str] = Counter()
+        # One count per event (the tuple of counters it raises): a request adds 1 to one
+        # key instead of 1 to each of its four counters; ``stats`` sums them up.
+        self._counts: Counter[tuple[str, ...]] = Counter()
         self._counts_guard = threading.Lock()
         self._sha256 = self.tokenizer.sha256
 
@@ -302,8 +304,9 @@ class Tier:
                     state.keep_text(text)
                     self._count("requests", "hits", "unchanged")
                     return self._unchanged(state, "unchanged text", session)
-                delta = check_text(text[old_len:])
-                return self._append(state, session, delta, text)
+                delta = text[old_len:]
+                delta_u8 = None if delta.isascii() else utf8_bytes(delta)
+                return self._append(state, session, delta, text, delta_u8)
             check_text(text)
             parts = state.text_parts()
             prefix = diff.common_prefix(parts, text)
@@ -311,7 +314,9 @@ class Tier:
             return self._repair(state, session, old_len, len(text), prefix, suffix, text, None)
 
     def append(self, session: str, delta: str) -> Result:
-        check_text(delta, "delta")
+        # A non-ASCII delta's check is its UTF-8 encode: the bytes are kept for the window
+        # (which would otherwise encode the delta a second time).
+        delta_u8 = None if type(delta) is str and delta.isascii() else utf8_bytes(delta, "delta")
         if type(session) is not str or not session:
             self._check_session_id(session)
         with self._stripes[hash(session) % _LOCK_STRIPES]:
@@ -334,7 +339,7 @@ class Tier:
                     f"family {self.tokenizer.family!r} is never repaired: full encode",
                     previous=state,
                 )
-            return self._append(state, session, delta, None)
+            return self._append(state, session, delta, None, delta_u8)
 
     def close(self, session: str) -> bool:
         """Free a session's state now; returns whether it was live."""
@@ -350,8 +355,13 @@ class Tier:
 
     def stats(self) -> dict:
         """Request counters (see COUNTERS) plus the store's sessions, bytes and evictions."""
+        out = dict.fromkeys(self.COUNTERS, 0)
         with self._counts_guard:
-            out = {k: self._counts.get(k, 0) for k in self.COUNTERS}
+            events = list(self._counts.items())
+        for keys, v in events:
+            for k in keys:
+                if k in out:
+                    out[k] += v
         st = self.store.stats()
         out.update(
             sessions=st.sessions,
@@ -422,7 +432,7 @@ class Tier:
         self.router.repair_overhead_s = float(np.median(times))
         return time.perf_counter() - t0
 
-    def _append(self, state, session, delta, full_text) -> Result:
+    def _append(self, state, session, delta, full_text, delta_u8=None) -> Result:
         """An append to a live session: repair, or a full encode when the router predicts it faster."""
         old_len = state.text_length
         route = self.router.hit(old_len, len(delta))
@@ -432,28 +442,38 @@ class Tier:
             return self._seed(session, text, route.reason, count=False, route=route, previous=state)
         new_len = old_len + len(delta)
         if self._planner is not None and new_len < 2**31 - 1:
-            result = self._first_window(state, session, delta, full_text, old_len, new_len)
+            result = self._first_window(state, session, delta, full_text, old_len, new_len,
+                                        delta_u8)  # fmt: skip
             if result is not None:
                 return result
         source = _PlainText(full_text) if full_text is not None else _AppendText(state, delta)
         return self._repair(state, session, old_len, new_len, old_len, 0, source, delta)
 
-    def _first_window(self, state, session, delta, full_text, old_len, new_len) -> Result | None:
+    def _first_window(self, state, session, delta, full_text, old_len, new_len,
+                      delta_u8=None) -> Result | None:  # fmt: skip
         """The common append, flat: one compiled call finds and (usually) writes the splice.
 
         None when the first window gives no certified splice here (no compiled engine, a
         window whose records must be encoded outside, a widening): nothing changed then,
-        and ``_repair`` runs the whole protocol.
+        and ``_repair`` runs the whole protocol.  ``delta_u8``: the delta's UTF-8 bytes
+        when its check produced them (non-ASCII), so only the old part is encoded here.
         """
         ws = old_len - self.window if old_len > self.window else 0
         if full_text is None:
-            window_text = state.tail(old_len - ws) + delta
+            old_part = state.tail(old_len - ws)
+            window_text = old_part + delta
             text_state = state.next_text(appended=delta)
         else:
+            old_part = None
             window_text = full_text[ws:]
             text_state = state.next_text(text=full_text)
+        u8 = None
+        if delta_u8 is not None:  # stored text is valid UTF-8: its encode cannot fail
+            if old_part is None:
+                old_part = full_text[ws:old_len]
+            u8 = old_part.encode("utf-8") + delta_u8
         plan = self._planner.first_window(
-            state, window_text, ws, new_len, apply_now=not state.readers()
+            state, window_text, ws, new_len, apply_now=not state.readers(), u8=u8
         )
         if plan is None:
             return None
@@ -467,13 +487,18 @@ class Tier:
             state.commit_splice(plan, shift, text_state=text_state)
         self.store.refresh(state)
         widenings = plan.widenings
-        self._count("requests", "hits", kind, "widened" if widenings else "first_window",
-                    widenings=widenings)  # fmt: skip
+        with self._counts_guard:  # ``_count`` and ``_snapshot_result``, inline: the hot path
+            self._counts[_COMMIT_EVENTS[kind][widenings > 0]] += 1
+            if widenings:
+                self._counts[("widenings",)] += widenings
         keep = plan.keep
         new_ids = state.ids[keep : state.n].copy()
         new_ids.flags.writeable = False
-        return self._snapshot_result(state, "repair", plan.reason, session, widenings,
-                                     plan.window_chars, plan.boundaries, keep, new_ids)  # fmt: skip
+        result = Result(None, "repair", plan.reason, session, widenings, plan.window_chars,
+                        plan.boundaries, keep=keep, new_ids=new_ids, snapshot=state.snapshot())  # fmt: skip
+        if self.verifier is not None:
+            self._offer(lambda: result.ids, state.text_parts, "repair", session)
+        return result
 
     def _full(self, route: Route, text: str, ids_only: bool = False):
         """(ids, starts, ends) on the route's full path; the IDs alone with ``ids_only``."""
@@ -502,7 +527,7 @@ class Tier:
             if session not in self._quarantined:
                 return False
             self._quarantined.discard(session)
-            self._counts["quarantined"] = self._counts.get("quarantined", 0) + 1
+            self._counts[("quarantined",)] += 1
         self.store.close(session)
         return True
 
@@ -633,12 +658,18 @@ class Tier:
         return self._stripes[hash(session) % len(self._stripes)]
 
     def _count(self, *keys: str, widenings: int = 0) -> None:
-        counts = self._counts
+        """One request's event: +1 to each of ``keys`` (and ``widenings`` to "widenings")."""
         with self._counts_guard:
-            for key in keys:
-                counts[key] += 1
+            self._counts[keys] += 1
             if widenings:
-                counts["widenings"] += widenings
+                self._counts[("widenings",)] += widenings
+
+
+# ``_commit_plan``'s events by request kind and whether the window was widened.
+_COMMIT_EVENTS = {
+    kind: (("requests", "hits", kind, "first_window"), ("requests", "hits", kind, "widened"))
+    for kind in ("appends", "edits")
+}
 
 
 class _AppendText:

@@ -763,21 +763,26 @@ class Planner:
         return int(wk.res[R_STATUS]), wk
 
     def first_window(self, state, window_text: str, ws: int, new_len: int, *,
-                     apply_now: bool) -> Planned | None:  # fmt: skip
+                     apply_now: bool, u8: bytes | None = None) -> Planned | None:  # fmt: skip
         """An append's first window in one compiled call: ``plan`` without its loop.
 
         ``window_text`` is the new text from ``ws`` to its end (``ws`` = the old length
-        minus the window, or 0).  Returns the certified splice, or None when this tokenizer
-        has no compiled window encode (WordPiece: the reference encodes windows) or the
-        window needs records encoded outside or a wider one; nothing was written then,
-        and the caller runs ``plan``.
+        minus the window, or 0); ``u8`` its UTF-8 bytes if the caller has them.  Returns
+        the certified splice, or None when this tokenizer has no compiled window encode
+        (WordPiece: the reference encodes windows) or the window needs records encoded
+        outside or a wider one; nothing was written then, and the caller runs ``plan``.
         """
         old_len = state.text_length
-        u8 = np.frombuffer(window_text.encode("utf-8"), dtype=np.uint8)
+        u8 = np.frombuffer(window_text.encode("utf-8") if u8 is None else u8, dtype=np.uint8)
         records = (state.ids, state.starts, state.ends, state.n)
-        if self.ea is not None:
-            status, wk = self._engine_status(u8, len(window_text), ws, new_len, old_len, new_len,
-                                             old_len, 0, *records, apply_now)  # fmt: skip
+        if self.ea is not None:  # ``_engine_status``, its common case inline
+            ctx, wk = self._context(u8.size)
+            status = self._plan_engine(u8, ws, new_len, old_len, new_len, old_len, 0, *records,
+                                       ctx, apply_now, False)  # fmt: skip
+            if status == NEED_RECORDS and self._nfc_stable_from_cut(wk, len(window_text),
+                                                                    state.starts, ws):  # fmt: skip
+                status = self._plan_engine(u8, ws, new_len, old_len, new_len, old_len, 0,
+                                           *records, ctx, apply_now, True)  # fmt: skip
         elif self.sa is not None:
             status, wk = self._sentencepiece_status(u8, ws, new_len, old_len, new_len, old_len, 0,
                                                     *records, apply_now)  # fmt: skip
