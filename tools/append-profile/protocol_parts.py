@@ -1,0 +1,72 @@
+"""Experiment 10's tier-append protocol re-created in one process (sessions seeded, one
+untimed append, five timed), with timers around the steps of ``Tier.append``: P50 of each.
+Pass 0 meets fresh text (the engine's piece caches have not seen it), pass 1 the same
+texts again.  Usage: ``.venv/bin/python tools/append-profile/protocol_parts.py [NAME]``.
+"""
+
+import collections
+import sys
+import time
+
+import numpy as np
+
+import toktier.store as S
+import toktier.tier as T
+from toktier import Tier, load
+from toktier.bench import continuation as C
+from toktier.bench.streams import load_trajectories
+from toktier.bench.timing import private_engine, time_ms
+from toktier.campaigns import corpus
+from toktier.workload import archives
+
+name = sys.argv[1]
+trajs = load_trajectories(archives.find_archive("mini-swe-agent"))
+multi = "".join(corpus.pycountry_documents())
+streams = C.standard_streams(trajs, name, 48000 + 2 * 1100 * 102 * 2, multi)
+tok = load(name)
+tier = Tier(tok, engine=private_engine(tok), verify_rate=0, delta_aware=False)
+for st in streams.values():
+    tier.engine.encode(st[:48000])
+acc = collections.defaultdict(list)
+
+
+def wrap(obj, attr, label):
+    f = getattr(obj, attr)
+
+    def w(*a, **k):
+        t0 = time.perf_counter_ns()
+        o = f(*a, **k)
+        acc[label].append(time.perf_counter_ns() - t0)
+        return o
+
+    setattr(obj, attr, w)
+
+
+pl = tier._planner
+wrap(pl, "_plan_engine", "compiled")
+wrap(pl, "first_window", "first_window")
+wrap(tier, "_commit_plan", "_commit_plan")
+wrap(tier, "_snapshot_result", "_snapshot_result")
+wrap(tier.store, "get", "store.get")
+wrap(tier.store, "refresh", "store.refresh")
+wrap(T, "check_text", "check_text")
+wrap(S.SessionState, "tail", "state.tail")
+wrap(S.SessionState, "next_text", "state.next_text")
+wrap(S.SessionState, "publish", "state.publish")
+wrap(tier, "_count", "_count")
+tails = C.continuation_tails([48000], 1100, 5, 20)
+for corp, stream in streams.items():
+    cells = C.session_cells(stream, 48000, 1100, 5, 20, tails[48000])
+    for rep in range(2):
+        outer = []
+        for _s, (prefix, deltas) in enumerate(cells):
+            tier.close("x")
+            tier.encode(prefix, session="x")
+            tier.append("x", deltas[0])
+            acc.clear()
+            for d in deltas[1:]:
+                outer.append(time_ms(lambda d=d: tier.append("x", d)))
+        print(
+            f"{corp} pass {rep}: append P50 {np.median(outer) * 1e3:.1f} us | "
+            + ", ".join(f"{k} {np.median(v) / 1e3:.1f}" for k, v in acc.items())
+        )
