@@ -487,18 +487,13 @@ class Tier:
             state.commit_splice(plan, shift, text_state=text_state)
         self.store.refresh(state)
         widenings = plan.widenings
-        with self._counts_guard:  # ``_count`` and ``_snapshot_result``, inline: the hot path
-            self._counts[_COMMIT_EVENTS[kind][widenings > 0]] += 1
-            if widenings:
-                self._counts[("widenings",)] += widenings
+        self._count("requests", "hits", kind, "widened" if widenings else "first_window",
+                    widenings=widenings)  # fmt: skip
         keep = plan.keep
         new_ids = state.ids[keep : state.n].copy()
         new_ids.flags.writeable = False
-        result = Result(None, "repair", plan.reason, session, widenings, plan.window_chars,
-                        plan.boundaries, keep=keep, new_ids=new_ids, snapshot=state.snapshot())  # fmt: skip
-        if self.verifier is not None:
-            self._offer(lambda: result.ids, state.text_parts, "repair", session)
-        return result
+        return self._snapshot_result(state, "repair", plan.reason, session, widenings,
+                                     plan.window_chars, plan.boundaries, keep, new_ids)  # fmt: skip
 
     def _full(self, route: Route, text: str, ids_only: bool = False):
         """(ids, starts, ends) on the route's full path; the IDs alone with ``ids_only``."""
@@ -663,13 +658,6 @@ class Tier:
             self._counts[keys] += 1
             if widenings:
                 self._counts[("widenings",)] += widenings
-
-
-# ``_commit_plan``'s events by request kind and whether the window was widened.
-_COMMIT_EVENTS = {
-    kind: (("requests", "hits", kind, "first_window"), ("requests", "hits", kind, "widened"))
-    for kind in ("appends", "edits")
-}
 
 
 class _AppendText:

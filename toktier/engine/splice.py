@@ -775,14 +775,9 @@ class Planner:
         old_len = state.text_length
         u8 = np.frombuffer(window_text.encode("utf-8") if u8 is None else u8, dtype=np.uint8)
         records = (state.ids, state.starts, state.ends, state.n)
-        if self.ea is not None:  # ``_engine_status``, its common case inline
-            ctx, wk = self._context(u8.size)
-            status = self._plan_engine(u8, ws, new_len, old_len, new_len, old_len, 0, *records,
-                                       ctx, apply_now, False)  # fmt: skip
-            if status == NEED_RECORDS and self._nfc_stable_from_cut(wk, len(window_text),
-                                                                    state.starts, ws):  # fmt: skip
-                status = self._plan_engine(u8, ws, new_len, old_len, new_len, old_len, 0,
-                                           *records, ctx, apply_now, True)  # fmt: skip
+        if self.ea is not None:
+            status, wk = self._engine_status(u8, len(window_text), ws, new_len, old_len, new_len,
+                                             old_len, 0, *records, apply_now)  # fmt: skip
         elif self.sa is not None:
             status, wk = self._sentencepiece_status(u8, ws, new_len, old_len, new_len, old_len, 0,
                                                     *records, apply_now)  # fmt: skip
