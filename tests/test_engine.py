@@ -385,6 +385,50 @@ def test_piece_cache_rows_are_seqlocks():
     assert row2 == row and (hdr2 >> SEQ_SHIFT) == 4 and not r.row_unchanged(cache, row, hdr)
 
 
+def test_long_piece_cache_sets_hold_two_pieces_most_recent_first():
+    """Long pieces (17..128 bytes) go to 2-way sets: two pieces of one set are both found; a
+    third moves the newer to way 1 and evicts the older; a held row skips the store and
+    leaves the set exactly as it was; each hit's tokens are the ones stored."""
+    from toktier.engine import cpu
+    from toktier.engine.rules import CONTENT, LONG_COLS, LONG_LEN_WORDS, LONG_WORDS
+
+    r = cpu.RULES
+    lcache = np.zeros((2, LONG_COLS), np.int64)  # one set: every piece collides
+    nbytes = np.full(4000, 9, np.int64)
+    pieces = [f"piece number {k} of the long-piece cache".encode() for k in range(3)]
+    words = {}
+    for k, p in enumerate(pieces):
+        u8 = np.frombuffer(p, np.uint8)
+        w = np.zeros(LONG_WORDS, np.int64)
+        words[k] = (u8.size, w, r.long_words(u8, 0, u8.size, w))
+
+    def store(k):
+        length, w, h = words[k]
+        ids = np.array([1000 + k, 2000 + k, 3000 + k], np.int64)
+        r.long_store(lcache, length, w, h, ids, 0, 3, nbytes)
+
+    def found(k):
+        length, w, h = words[k]
+        row, hdr = r.long_lookup(lcache, length, w, h)
+        if row < 0:
+            return None
+        assert r.row_unchanged(lcache, row, hdr) and (hdr >> 8) & 0xFF == 3
+        return row, [int(lcache[row, 1 + LONG_WORDS + LONG_LEN_WORDS + q]) for q in range(3)]
+
+    store(0)
+    store(1)
+    assert found(1) == (0, [1001, 2001, 3001]) and found(0) == (1, [1000, 2000, 3000])
+    store(2)
+    assert found(2) == (0, [1002, 2002, 3002]) and found(1) == (1, [1001, 2001, 3001])
+    assert found(0) is None  # evicted: a miss, merged again next time
+    taken = r.row_take(lcache, 1)  # another thread holds way 1
+    before = lcache.copy()
+    store(0)
+    assert np.array_equal(lcache, before)  # skipped: a cache may forget, never mix
+    r.row_publish(lcache, 1, taken, taken & CONTENT)
+    assert found(1)[1] == [1001, 2001, 3001] and found(0) is None
+
+
 def test_threads_share_one_cache_and_stay_exact():
     """Several Python threads encode (one and two threads per call) on one engine at once:
     every result equals the reference, and the caches stay one fixed budget."""

@@ -953,7 +953,7 @@ class CpuEngine:
     @property
     def cache_bytes(self) -> int:
         """Bytes of the piece caches plus the short-piece map: a fixed budget of
-        CACHE_SLOTS x 64 B + LONG_SLOTS x 320 B (27.3 MB) per engine, however many
+        CACHE_SLOTS x 64 B + LONG_SLOTS x 320 B (54.5 MB) per engine, however many
         threads encode."""
         return self.short_map.nbytes + sum(t.nbytes for t in self._caches)
 

@@ -61,7 +61,9 @@ SP_BYTES = 2
 METASPACE = 0x2581
 
 EMPTY_KEY = -1
-CACHE_SLOTS = 262144  # short-piece cache rows on the CPU, in 2-way sets (any power of two >= 2)
+CACHE_SLOTS = 524288  # short-piece cache rows on the CPU, in 2-way sets (any power of two >= 2;
+# 262,144 lost 6.5% of the multi-token short pieces of 4.4M multilingual characters to set
+# conflicts on a second pass, 2.3% at this size: results/runs/engine-ab/cache-sets.txt)
 CACHE_MAX_BYTES = 16  # pieces up to this long are cached (two packed words)
 # Keys are a piece's exact bytes packed 7 to a word, so every word (and every hash, kept to
 # 63 bits) is the same non-negative int64 on the CPU and under the CUDA simulator's Python
@@ -74,8 +76,10 @@ LONG_TOKENS = 16
 LONG_WORDS = 19  # ceil(128 / 7)
 LONG_LEN_WORDS = 3  # token byte lengths, 7 per word
 LONG_COLS = 40  # header, bytes[LONG_WORDS], token lengths[LONG_LEN_WORDS], ids[16], check
-LONG_SLOTS = 32768  # long-piece cache rows on the CPU (any power of two works; 16,384 held too
-# few of the 17-128-byte pieces of non-Latin text once one cache served every thread)
+LONG_SLOTS = 65536  # long-piece cache rows on the CPU, in 2-way sets (any power of two >= 2;
+# 32,768 direct-mapped rows lost 29% of the long pieces of 4.4M multilingual characters to
+# collisions on a second pass, 32,768 sets of two 7.9% -- and 65,536 sets 2.3%, but no faster
+# in a timed A/B: results/runs/engine-ab/cache-sets.txt)
 # Every cache row ends in a check word over the rest: a row whose check does not match
 # (never written, torn, or corrupted) is a miss, so no row can change the output.
 # The caches are shared by every thread of an engine; each row is its own seqlock.  Its
@@ -859,49 +863,67 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None):
 
     @jit
     def long_lookup(lcache, length, words, h):
-        """(slot, header) of the long-piece cache's row holding exactly these bytes (check
+        """(row, header) of the long-piece cache's row holding exactly these bytes (check
         word valid), or (-1, 0); the caller confirms with ``row_unchanged`` after use.
 
+        Rows come in 2-way sets (rows ``a`` and ``a + 1``), as the short cache's: a
+        direct-mapped table lost 29% of the long pieces of 4.4M multilingual characters to
+        collisions at 32,768 rows (2.3% with 65,536 sets of two; ``cache-sets.txt``).
         Rows are stored zero-padded and the check word covers every column, so equal
         length, equal leading words and a valid check mean equal bytes.
         """
-        slot = h & (lcache.shape[0] - 1)
-        hdr = load_acquire(lcache, slot, 0)
-        if (hdr & SEQ_BIT) != 0 or (hdr & 0xFF) != length:
-            return -1, 0
-        for k in range((length + 6) // 7):
-            if load_relaxed(lcache, slot, 1 + k) != words[k]:
-                return -1, 0
-        if load_relaxed(lcache, slot, LONG_COLS - 1) != check_at(lcache, slot, LONG_COLS, hdr):
-            return -1, 0
-        return slot, hdr
+        a = (h << 1) & (lcache.shape[0] - 1)
+        for r in range(a, a + 2):
+            hdr = load_acquire(lcache, r, 0)
+            if (hdr & SEQ_BIT) != 0 or (hdr & 0xFF) != length:
+                continue
+            same = True
+            for k in range((length + 6) // 7):
+                if load_relaxed(lcache, r, 1 + k) != words[k]:
+                    same = False
+                    break
+            if same and load_relaxed(lcache, r, LONG_COLS - 1) == check_at(lcache, r, LONG_COLS,
+                                                                           hdr):  # fmt: skip
+                return r, hdr
+        return -1, 0
 
     @jit
     def long_store(lcache, length, words, h, out, n0, m, nbytes):
-        """Remember a long piece's tokens in its slot (skipped while another thread holds it)."""
+        """Remember a long piece's tokens in way 0 of its set, the row there moving to way 1
+        (skipped while another thread holds either row), as ``cache_store``."""
         count = m - n0
         if count > LONG_TOKENS:
             return
-        slot = h & (lcache.shape[0] - 1)
-        taken = row_take(lcache, slot)
-        if taken < 0:
+        a = (h << 1) & (lcache.shape[0] - 1)
+        t1 = row_take(lcache, a + 1)
+        if t1 < 0:
             return
+        t0 = row_take(lcache, a)
+        if t0 < 0:
+            store_release(lcache, a + 1, 0, t1)  # untouched: back exactly as it was
+            return
+        old = t1 & CONTENT
+        if (t0 & CONTENT) != 0:  # way 0 holds a piece: it moves to way 1
+            for k in range(1, LONG_COLS):
+                store_relaxed(lcache, a + 1, k, load_relaxed(lcache, a, k))
+            old = t0 & CONTENT
         nw = (length + 6) // 7
         for k in range(LONG_WORDS):
-            store_relaxed(lcache, slot, 1 + k, words[k] if k < nw else 0)
+            store_relaxed(lcache, a, 1 + k, words[k] if k < nw else 0)
         for k in range(LONG_LEN_WORDS):
             lens = 0
             for j in range(7):
                 q = 7 * k + j
                 if q < count:
                     lens |= int(nbytes[out[n0 + q]]) << (8 * j)
-            store_relaxed(lcache, slot, 1 + LONG_WORDS + k, lens)
+            store_relaxed(lcache, a, 1 + LONG_WORDS + k, lens)
         for k in range(LONG_TOKENS):
             t = out[n0 + k] if k < count else 0
-            store_relaxed(lcache, slot, 1 + LONG_WORDS + LONG_LEN_WORDS + k, t)
+            store_relaxed(lcache, a, 1 + LONG_WORDS + LONG_LEN_WORDS + k, t)
         hdr = length | (count << 8)
-        store_relaxed(lcache, slot, LONG_COLS - 1, check_at(lcache, slot, LONG_COLS, hdr))
-        row_publish(lcache, slot, taken, hdr)
+        store_relaxed(lcache, a, LONG_COLS - 1, check_at(lcache, a, LONG_COLS, hdr))
+        row_publish(lcache, a + 1, t1, old)
+        row_publish(lcache, a, t0, hdr)
 
     @jit
     def bpe_piece(u8, b0, b1, bt, sym, rank, nxt, prv, heap, cache, lcache, out, n_out):

@@ -62,7 +62,8 @@ utf8_decode = RULES.utf8_decode
 _find_literals = _cpu._find_literals
 _sp_range = RULES.sp_range
 _joinable = RULES.sp_joinable
-CACHE_SLOTS = _rules.CACHE_SLOTS
+CACHE_SLOTS = 262144  # piece-cache rows (2-way sets of rules' short rows; not re-measured when
+# the byte-level engines' cache doubled, 2026-11-26)
 CACHE_COLS = _rules.CACHE_COLS
 MIN_PARALLEL_CHARS = _cpu.MIN_PARALLEL_CHARS
 SpTables = _rules.SpTables
