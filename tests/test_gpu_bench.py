@@ -37,14 +37,21 @@ def test_bench_gpu_refuses_without_a_gpu(tmp_path):
 
 def test_bench_gpu_smoke_run_under_the_simulator(tmp_path, trajectory_archive):
     out = tmp_path / "gpu.json"
-    args = ["--allow-simulator", "--smoke", "--quiet", "--tokenizers", "llama3"]
+    args = ["--allow-simulator", "--smoke", "--quiet", "--tokenizers", "llama3", "--short-map-ab"]
     proc = _cli([*args, "--archive", str(trajectory_archive), "--out", str(out)], sim=True)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     rec = json.loads(out.read_text())
     assert rec["kind"] == "gpu-bench" and rec["device"] == "cudasim" and rec["all_exact"]
     assert rec["gpu"]["device"] == "cudasim" and "cpu" in rec["machine"]
     methods = {r["method"] for r in rec["latency"]}
-    assert {"toktier GPU, arrays", "toktier GPU, list", "toktier GPU, export"} <= methods
+    assert {"toktier GPU, arrays", "toktier GPU, list", "toktier GPU, export",
+            "toktier GPU, arrays, with short map"} <= methods  # fmt: skip
+    # the A/B's engine timed on the same texts, checked against the reference
+    ab = [r for r in rec["latency"] if r["method"].endswith("with short map")]
+    base = [r for r in rec["latency"] if r["method"] == "toktier GPU, arrays"]
+    assert [(r["chars"], r["sample"]) for r in ab] == [(r["chars"], r["sample"]) for r in base]
+    assert all(r["exact"] and r["host_syncs"] == 1 for r in ab)
+    assert {r["short_map"] for r in rec["throughput"]} == {False, True}
     assert all(r["exact"] for r in rec["latency"] if r["method"].startswith("toktier"))
     assert {(r["corpus"], r["mode"]) for r in rec["throughput"]} >= {
         ("stdlib", "ids"),

@@ -343,7 +343,7 @@ def _cmd_bench_gpu(args) -> int:
         "sizes": args.sizes, "samples": args.samples, "tail_chars": args.tail_chars,
         "tail_samples": args.tail_samples, "corpus_chars": args.corpus_chars,
         "repeats": args.repeats, "cpu": not args.no_cpu, "contention_procs": args.contention_procs,
-        "batch_graphs_ab": args.batch_graphs_ab,
+        "batch_graphs_ab": args.batch_graphs_ab, "short_map_ab": args.short_map_ab,
     }  # fmt: skip
     if args.smoke:  # a few tiny texts: proves the script runs (simulator CI), times nothing
         opts |= {
@@ -707,6 +707,9 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     s.add_argument("--batch-graphs-ab", action="store_true",
                    help="throughput rows again with the other batch-graph setting (A/B)")  # fmt: skip
+    s.add_argument("--short-map-ab", action="store_true",
+                   help="single requests (arrays) and throughput again with the other "
+                   "short-map setting of the GPU engine (A/B on the same texts)")  # fmt: skip
     s.add_argument("--smoke", action="store_true", help="tiny sizes (with --allow-simulator)")
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=_cmd_bench_gpu)

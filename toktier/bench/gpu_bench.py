@@ -109,8 +109,11 @@ def _gigatoken(tok):
     return prep
 
 
-def latency(tok, eng, trajs, sizes, samples, *, cpu=None, progress=True) -> list[dict]:
-    """Rows (method, chars, sample, ms, exact, host_syncs) on the fresh texts of experiment 06."""
+def latency(tok, eng, trajs, sizes, samples, *, cpu=None, variants=None,
+            progress=True) -> list[dict]:  # fmt: skip
+    """Rows (method, chars, sample, ms, exact, host_syncs) on the fresh texts of experiment 06.
+    ``variants``: {method name: another GpuEngine}, timed on the same texts with the arrays
+    delivery (an A/B of an engine option in one run)."""
     giga = _gigatoken(tok)
     rows = []
     for chars in sizes:
@@ -120,7 +123,7 @@ def latency(tok, eng, trajs, sizes, samples, *, cpu=None, progress=True) -> list
             ref_ids = ref.ids
             off = np.asarray(ref.offsets, dtype=np.int64).reshape(-1, 2)
 
-            def arrays(text=text):
+            def arrays(text=text, eng=eng):
                 out = eng.encode_arrays(text)
                 eng.synchronize()
                 return out
@@ -130,19 +133,23 @@ def latency(tok, eng, trajs, sizes, samples, *, cpu=None, progress=True) -> list
                 "toktier GPU, list": lambda text=text: eng.encode_list(text),
                 "toktier GPU, export": lambda text=text: eng.export_spans(text),
             }
+            engine_of = dict.fromkeys(gpu_methods, eng)
+            for vname, veng in (variants or {}).items():
+                gpu_methods[vname] = lambda text=text, veng=veng: arrays(text, veng)
+                engine_of[vname] = veng
             # rotated per sample: the first delivery timed on a fresh text pays its first
             # touch (2026-11-26, H100: arrays P90 113 ms at 100K when always first)
             order = list(gpu_methods.items())
             order = order[i % len(order) :] + order[: i % len(order)]
             for name, fn in order:
                 ms, out = _timed(fn)
-                last = eng.stats()["last_request"]
+                last = engine_of[name].stats()["last_request"]
                 # the check, not timed
-                if name.endswith("arrays"):
+                if name.endswith("list"):
+                    exact = out == ref_ids
+                elif not name.endswith("export"):  # arrays, and the variants
                     ids = np.asarray(out[0].get() if hasattr(out[0], "get") else out[0])
                     exact = ids.tolist() == ref_ids
-                elif name.endswith("list"):
-                    exact = out == ref_ids
                 else:
                     exact = (
                         out[0].tolist() == ref_ids
@@ -207,7 +214,8 @@ def throughput(tok, eng, docs_by_corpus: dict[str, list[str]], *, repeats: int =
             rows.append({"corpus": corpus, "mode": mode, "docs": len(docs), "bytes": nbytes,
                          "ms": best, "gb_per_s": nbytes / 1e9 / (best / 1e3), "exact": bool(ok),
                          "host_syncs": last["host_syncs"], "graph": bool(last["graph"]),
-                         "batch_graphs": eng.batch_graphs})  # fmt: skip
+                         "batch_graphs": eng.batch_graphs,
+                         "short_map": eng.short_map})  # fmt: skip
     return rows
 
 
@@ -264,9 +272,12 @@ def run(
     trajectories: int | None = None,
     progress: bool = True,
     batch_graphs_ab: bool = False,
+    short_map_ab: bool = False,
 ) -> dict:
     """The whole GPU experiment; returns the JSON record (see module doc for its rows).
-    ``batch_graphs_ab``: the throughput rows again with the other batch-graph setting."""
+    ``batch_graphs_ab``: the throughput rows again with the other batch-graph setting.
+    ``short_map_ab``: single requests (arrays) and throughput again with the other short-map
+    setting (``GpuEngine(short_map=)``), on the same texts."""
     from ..engine.gpu import GpuEngine, tune_simulator
     from ..registry import load
     from .streams import load_trajectories
@@ -299,6 +310,7 @@ def run(
             "trajectories": len(trajs),
             "corpus_sources": list(corpus_sources),
             "batch_graphs_ab": batch_graphs_ab,
+            "short_map_ab": short_map_ab,
         },
         "engines": {},
         "latency": [],
@@ -317,7 +329,14 @@ def run(
         if cpu:
             cpu_eng = eng._cpu
             cpu_eng.warmup()
-        for r in latency(tok, eng, trajs, sizes, samples, cpu=cpu_eng, progress=progress):
+        variants = {}
+        if short_map_ab and eng.sp_tables is None:  # byte-level BPE only
+            sm = GpuEngine(tok, short_map=not eng.short_map, cpu=eng._cpu)
+            sm.warmup()
+            label = "with" if sm.short_map else "without"
+            variants[f"toktier GPU, arrays, {label} short map"] = sm
+        for r in latency(tok, eng, trajs, sizes, samples, cpu=cpu_eng, variants=variants,
+                         progress=progress):  # fmt: skip
             record["latency"].append({"tokenizer": name, **r})
         for r in throughput(tok, eng, docs_by_corpus, repeats=repeats):
             record["throughput"].append({"tokenizer": name, **r})
@@ -327,6 +346,10 @@ def run(
             for r in throughput(tok, other, docs_by_corpus, repeats=repeats):
                 record["throughput"].append({"tokenizer": name, **r})
             del other
+        for other in variants.values():
+            for r in throughput(tok, other, docs_by_corpus, repeats=repeats):
+                record["throughput"].append({"tokenizer": name, **r})
+        variants.clear()
         engines = {"toktier GPU, graph replay": eng, "toktier GPU, eager": eager}
         for r in tail(tok, engines, trajs, tail_chars, tail_samples,
                       contention_procs=contention_procs, progress=progress):  # fmt: skip
