@@ -266,10 +266,14 @@ def test_gpu_report_draws_real_gpu_runs_only(tmp_path):
     cert = {"device": "gpu", "gpu": {"gpu": "Test GPU"}, "machine": {"commit": "abcdef0123"},
             "results": [{"tokenizer": "llama3", "divergences": 0, "id_chars": 10, "examples": []}]}  # fmt: skip
     (runs / "engine-gpu" / "llama3.json").write_text(json.dumps(cert))
+    cert_sm = cert | {"gpu_options": {"short_map": True, "batch_graphs": None}}
+    (runs / "engine-gpu" / "llama3-short-map.json").write_text(json.dumps(cert_sm))
     out = gpu_report.write_gpu_report(tmp_path)
     assert set(out["latency"].file) == {"gpu-a.json"}
     assert set(out["latency"].commit) == {"0123456+dirty"} and len(out["latency"]) == 4
-    assert out["certification"].commit.tolist() == ["abcdef0"]
+    assert out["certification"].commit.tolist() == ["abcdef0", "abcdef0"]
+    # files sorted: the short-map record first; a record without options ran without the map
+    assert out["certification"].short_map.tolist() == [True, False]
     assert "examples" not in out["certification"]
     assert (tmp_path / "figures" / "full-tokenization-gpu.png").stat().st_size > 10_000
     assert (tmp_path / "tables" / "gpu-tail.csv").read_text().count("\n") == 5

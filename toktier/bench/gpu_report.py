@@ -49,7 +49,8 @@ def gpu_tables(runs: list[dict]) -> dict[str, pd.DataFrame]:
 
 
 def gpu_certification(cert_dir: Path) -> pd.DataFrame:
-    """One row per ``certify-engine --device gpu`` record in ``cert_dir`` (counts, divergences)."""
+    """One row per ``certify-engine --device gpu`` record in ``cert_dir`` (counts, divergences;
+    ``short_map``: the engine ran with the short-piece map on the device)."""
     rows = []
     for p in sorted(Path(cert_dir).glob("*.json")):
         rec = json.loads(p.read_text())
@@ -58,6 +59,7 @@ def gpu_certification(cert_dir: Path) -> pd.DataFrame:
         for r in rec["results"]:
             keep = {k: v for k, v in r.items() if not isinstance(v, (dict, list))}
             rows.append(keep | {"gpu": rec["gpu"]["gpu"],
+                                "short_map": bool(rec.get("gpu_options", {}).get("short_map")),
                                 "commit": short_commit(rec["machine"])})  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -68,7 +70,14 @@ def plot_gpu(tables: dict[str, pd.DataFrame], path: Path) -> None:
 
     lat, tail = tables["latency"], tables["tail"]
     runs = list(dict.fromkeys(zip(lat.tokenizer, lat.file, lat.commit, strict=True)))
-    fig, axes = plt.subplots(1, len(runs) + 1, figsize=(5.2 * (len(runs) + 1), 4.4))
+    panels = len(runs) + 1
+    ncols = min(panels, 3)  # rows of three: one run per panel, the tails last
+    nrows = -(-panels // ncols)
+    fig, grid = plt.subplots(nrows, ncols, figsize=(5.6 * ncols, 4.6 * nrows), squeeze=False)
+    axes = list(grid.flat)
+    for ax in axes[panels:]:
+        ax.set_visible(False)
+    axes = axes[:panels]
     methods = list(dict.fromkeys(lat.method))
     col, mk = palette(methods), markers(methods)
     for k, (ax, (tok, file, commit)) in enumerate(zip(axes, runs, strict=False)):
@@ -81,7 +90,9 @@ def plot_gpu(tables: dict[str, pd.DataFrame], path: Path) -> None:
                title=f"({chr(97 + k)}) {tok}, fresh texts\n{d.gpu.iloc[0]}, commit {commit}")  # fmt: skip
         ax.legend(fontsize=8)
     ax = axes[-1]
-    t = tail.assign(run=tail.tokenizer + "\n@" + tail.commit)
+    gpu_of = {f: g for f, g in zip(lat.file, lat.gpu, strict=True)}
+    short = tail.file.map(lambda f: gpu_of[f].replace("NVIDIA ", "").split(" ")[0])
+    t = tail.assign(run=tail.tokenizer + "\n" + short + "\n" + tail.commit)
     labels, xs, width = list(dict.fromkeys(t.run)), range(len(set(t.run))), 0.2
     combos = [(m, c) for m in ("toktier GPU, graph replay", "toktier GPU, eager")
               for c in (False, True)]  # fmt: skip
@@ -90,7 +101,7 @@ def plot_gpu(tables: dict[str, pd.DataFrame], path: Path) -> None:
         ax.bar([x + (k - 1.5) * width for x in xs], vals, width, color=palette([m])[m],
                hatch="//" if c else None, edgecolor="white",
                label=f"{m.split(', ')[1]}, {'CPU contention' if c else 'idle CPU'}")  # fmt: skip
-    ax.set_xticks(list(xs), labels)
+    ax.set_xticks(list(xs), labels, fontsize=8)
     ax.set(
         ylabel="P99 latency (ms)",
         title=f"({chr(97 + len(runs))}) 50K-char requests: P99,\nCUDA graphs vs eager launches",
