@@ -22,15 +22,15 @@ done
 cp data/build/archives/mini-swe-agent-gemini3-swebench-verified.tar.xz .dev/
 [ -e .dev/plan.sh ] || cat > .dev/plan.sh <<'PLAN'
 # step NAME CAP_SECONDS command...   (each step gets what is left of BUDGET, capped)
-# The short-piece map on the device: A/B profile on one machine, then certify it.
-step profile 120 python3 -m toktier profile-gpu --tokenizers qwen3 llama3 --quiet \
-    --out $OUT/gpu-profile.json
-step profile-short-map 120 python3 -m toktier profile-gpu --tokenizers qwen3 llama3 \
-    --short-map --quiet --out $OUT/gpu-profile-short-map.json
-for n in $NAMES; do
+# The short-piece map on the device: certified at 37b2bd9 (H200) for qwen3, llama3, gpt-oss and
+# tekken; these three campaigns are what a default of short_map=True for byte-level BPE needs.
+# Run as: tools/gpu-lease/prepare.sh deepseek-v4 cl100k qwen3.6 qwen3
+for n in deepseek-v4 cl100k qwen3.6; do
   step cert-$n 150 python3 -m toktier certify-engine $n --device gpu --short-map \
-      --chars 1000000 --quiet --out $OUT/engine-gpu-$n.json
+      --chars 1000000 --quiet --out $OUT/engine-gpu-$n-short-map.json
 done
+step bench-qwen3 150 python3 -m toktier bench-gpu --tokenizers qwen3 --short-map-ab \
+    --samples 5 --tail-samples 100 --quiet --out $OUT/gpu-bench-qwen3.json
 PLAN
 du -sh .whl .dev
 echo "Untrack results/ for the transfer (64 MiB limit), run, then restore:"
