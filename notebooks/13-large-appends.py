@@ -44,7 +44,7 @@ import seaborn as sns
 
 import toktier
 from toktier.bench import palette, repair_bench, streams
-from toktier.bench.gpu_report import gpu_runs
+from toktier.bench.gpu_report import best_run, gpu_runs
 from toktier.bench.machine import machine_facts
 
 results = Path(results_dir)
@@ -70,12 +70,13 @@ table = (df.groupby(["context", "delta", "method"])
          .reset_index())  # fmt: skip
 
 # Route C: the GPU records' full re-encode with span export at the same context sizes
+# (one record: the GPU's best run for this tokenizer, when several GPUs' records are committed)
 gpu = []
-for rec in gpu_runs(Path(gpu_evidence_dir) / "runs"):
-    for r in rec["latency_summary"]:
-        if r["tokenizer"] == tok.name and r["method"] == "toktier GPU, export":
-            gpu.append({"context": r["chars"], "gpu_export_p50_ms": r["p50"],
-                        "gpu": rec["gpu"]["gpu"], "gpu_file": rec["file"]})  # fmt: skip
+rec = best_run(gpu_runs(Path(gpu_evidence_dir) / "runs"), tok.name, "toktier GPU, export")
+for r in rec["latency_summary"] if rec else []:
+    if r["tokenizer"] == tok.name and r["method"] == "toktier GPU, export":
+        gpu.append({"context": r["chars"], "gpu_export_p50_ms": r["p50"],
+                    "gpu": rec["gpu"]["gpu"], "gpu_file": rec["file"]})  # fmt: skip
 gpu = pd.DataFrame(gpu, columns=["context", "gpu_export_p50_ms", "gpu", "gpu_file"])
 wide = table.pivot_table(index=["context", "delta"], columns="method", values="p50_ms")
 wide = wide.reset_index().merge(gpu[["context", "gpu_export_p50_ms"]], on="context", how="left")

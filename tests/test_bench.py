@@ -285,6 +285,25 @@ def test_gpu_report_draws_real_gpu_runs_only(tmp_path):
     assert main(["gpu-report", str(tmp_path)]) == 1  # nothing to draw: says so
 
 
+def test_gpu_best_run_picks_one_whole_record():
+    """Route C's GPU rows come from one record per tokenizer (the lowest summed P50), never
+    a mix of two GPUs' cells; records without the method or tokenizer are passed over."""
+    from toktier.bench.gpu_report import best_run
+
+    def rec(name, p50s, method="toktier GPU, export", tok="qwen3"):
+        return {"file": name, "latency_summary": [
+            {"tokenizer": tok, "method": method, "chars": c, "p50": p}
+            for c, p in zip((100_000, 1_000_000), p50s, strict=True)]}  # fmt: skip
+
+    a, b = rec("a", [1.0, 6.0]), rec("b", [2.0, 4.0])  # b: slower small, faster large
+    other = rec("c", [0.1, 0.1], tok="llama3")
+    assert best_run([a, b, other], "qwen3", "toktier GPU, export")["file"] == "b"
+    assert best_run([b, a], "qwen3", "toktier GPU, export")["file"] == "b"
+    assert best_run([a, rec("d", [0.1, 0.1], method="toktier GPU, arrays")], "qwen3",
+                    "toktier GPU, export")["file"] == "a"  # fmt: skip
+    assert best_run([a, b], "tekken", "toktier GPU, export") is None
+
+
 def test_compare_runs_judges_verdicts_and_method_order(tmp_path):
     """A run agrees with the evidence when its exactness verdicts and its method ordering do;
     a divergence or a flipped ordering is a disagreement; a missing table is not judged."""

@@ -25,6 +25,20 @@ def gpu_runs(runs_dir: Path) -> list[dict]:
     return out
 
 
+def best_run(runs: list[dict], tokenizer: str, method: str) -> dict | None:
+    """The one run (of ``gpu_runs``) to draw ``method``'s rows from for ``tokenizer``: the
+    one with the lowest P50 summed over its sizes (the GPU's best showing, so a comparison
+    against it is the conservative one); None when no run has them. One run, not the
+    fastest cell of each: rows of two GPUs never mix in one line."""
+    best, best_total = None, None
+    for rec in runs:
+        p50 = [r["p50"] for r in rec["latency_summary"]
+               if r["tokenizer"] == tokenizer and r["method"] == method]  # fmt: skip
+        if p50 and (best_total is None or sum(p50) < best_total):
+            best, best_total = rec, sum(p50)
+    return best
+
+
 def short_commit(machine: dict) -> str:
     """``abc1234`` or ``abc1234+dirty`` (a run from uncommitted changes says so)."""
     c = str(machine.get("commit") or "")
