@@ -103,8 +103,8 @@ def test_a_text_beyond_the_workspace_budget_goes_in_parts(trajectory_archive):
         eng = CpuEngine(toktier.load(name), workspace_bytes=1 << 14)
         calls = []
         inner = eng._encode_u8
-        eng._encode_u8 = lambda u8, spans=True, inner=inner, calls=calls: (
-            calls.append(u8.size) or inner(u8, spans)
+        eng._encode_u8 = lambda u8, spans=True, text=None, inner=inner, calls=calls: (
+            calls.append(u8.size) or inner(u8, spans, text)
         )
         _assert_exact(eng, text)
         assert len(calls) >= 8 and max(calls) <= 4 * (1 << 14), (name, len(calls), max(calls))
