@@ -626,6 +626,36 @@ def test_nfc_stable_text_with_combining_marks_skips_the_segmented_path(name, mon
         assert bool(segmented) is takes_segmented
 
 
+@pytest.mark.parametrize("name", ["qwen3", "qwen3.6"])
+def test_only_the_chunk_nfc_changes_takes_the_segmented_path(name, monkeypatch):
+    """A text NFC changes in one place: on two threads and through a small workspace's
+    parts, only the chunk or part holding the change takes the segmented path (before,
+    the whole text went there, serially), each with the stretches its own check computed;
+    IDs and spans equal the reference's."""
+    tok = toktier.load(name)
+    code = "".join(corpus.stdlib_documents())[:60_000]
+    text = code[:41_000] + " cafe\u0301 \u1100\u1161\u11a8 " + code[41_000:]
+    assert tok.hf.normalizer.normalize_str(text) != text
+    seen = []
+    original = CpuEngine._encode_segmented
+
+    def spy(self, text, u8, threads, stretches=None, **kw):
+        seen.append((len(text), stretches is not None))
+        return original(self, text, u8, threads, stretches=stretches, **kw)
+
+    monkeypatch.setattr(CpuEngine, "_encode_segmented", spy)
+    ref = tok.hf.encode(text, add_special_tokens=False)
+    small = CpuEngine(tok, workspace_bytes=1 << 14)  # one thread, many parts
+    for encode in (lambda: CpuEngine(tok).encode_parallel(text, threads=2, min_chars=0),
+                   lambda: small.encode(text)):  # fmt: skip
+        seen.clear()
+        ids, starts, ends = encode()
+        assert ids.tolist() == ref.ids
+        assert list(zip(starts.tolist(), ends.tolist(), strict=True)) == ref.offsets
+        assert seen and all(with_stretches for _n, with_stretches in seen), seen
+        assert max(n for n, _ in seen) < len(text) // 2, seen  # a chunk or part, never it all
+
+
 _SPAN_ALPHABET = st.sampled_from(
     [*"aeoAO  \n", "\u0301", "\u0308", "\u00e9", "\u1100", "\u1161", "\u0995", "\u09cd",
      "\u09bf", "<|endoftext|>", "<|im_start|>", "'s", "123", "\U0001f600"]
