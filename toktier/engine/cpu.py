@@ -991,16 +991,20 @@ class CpuEngine:
         p = self.prepare(utf8_array(text))
         return _all_cuts(*p.cut_args)
 
-    def prepare(self, u8: np.ndarray, wk: Workspace | None = None) -> _Prepared:
+    def prepare(self, u8: np.ndarray, wk: Workspace | None = None,
+                decoded: int | None = None) -> _Prepared:  # fmt: skip
         """Decode, gather classes and extract added-token literals (host side of every path).
 
         With ``wk`` the arrays are the workspace's (valid until this thread's next call).
+        ``decoded``: ``wk`` holds ``u8``'s decode already (this many characters: the
+        single-thread kernel's, stopped at an NFC-unsafe character), so only the literals
+        are found here.
         """
         t = self.tables
         if wk is None:
             wk = new_workspace(u8.size)
         cps, char_start, fl, ls, le, lid = wk.cps, wk.char_start, wk.fl, wk.ls, wk.le, wk.lid
-        n = _prepare(u8, t.bits, cps, char_start, fl)
+        n = _prepare(u8, t.bits, cps, char_start, fl) if decoded is None else decoded
         nlit = _find_literals(cps, n, *self._trie_args, ls, le, lid)
         cut_args = (n, cps, fl, self._class_of, self._stable, t.nfc, ls, le, nlit)
         return _Prepared(n, cps, char_start, fl, ls, le, lid, nlit, cut_args)
@@ -1097,7 +1101,8 @@ class CpuEngine:
         if stretches[2].any():
             if text is None:
                 text = u8.tobytes().decode("utf-8")  # valid: the caller's text, or a part of it
-            return (*self._encode_segmented(text, u8, threads=1, stretches=stretches), True)
+            return (*self._encode_segmented(text, u8, threads=1, stretches=stretches, wk=wk,
+                                            decoded=n), True)  # fmt: skip
         return self._encode_kernel(u8, t.bits, t.fold, t.family_code, False, *self._trie_args,
                                    self.bpe, *self._cache(), wk, spans)  # fmt: skip
 
@@ -1119,11 +1124,15 @@ class CpuEngine:
         )
         return _join_parts(results, spans)
 
-    def _encode_segmented(self, text: str, u8: np.ndarray, threads: int, stretches=None):
+    def _encode_segmented(self, text: str, u8: np.ndarray, threads: int, stretches=None, *,
+                          wk: Workspace | None = None, decoded: int | None = None):  # fmt: skip
+        """``wk``/``decoded``: the workspace holding ``u8``'s decode of ``decoded`` characters
+        (``_encode_u8``'s kernel ran it), which is not decoded again."""
         t = self.tables
         nb = u8.size
-        wk = self._workspace(nb)
-        n, cps, char_start, fl, ls, le, lid, nlit, cut_args = self.prepare(u8, wk)
+        if wk is None:
+            wk, decoded = self._workspace(nb), None
+        n, cps, char_start, fl, ls, le, lid, nlit, cut_args = self.prepare(u8, wk, decoded)
 
         # Stretches the reference must encode (NFC families): the NFC stretches around
         # unsafe characters that the reference's own NFC changes (one call for all of
