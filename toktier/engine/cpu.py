@@ -313,12 +313,6 @@ def _join_stretches(cps, ra, rb):
     return out, sep
 
 
-def nfc_unchanged(normalize, cps: np.ndarray, fl: np.ndarray) -> bool:
-    """Does the reference's NFC leave the code points ``cps`` (class bits ``fl``) alone?
-    One normalizer call over their NFC stretches; the rest is NFC-stable by construction."""
-    return not nfc_stretch_changes(normalize, cps, fl)[2].any()
-
-
 def nfc_stretch_changes(normalize, cps: np.ndarray, fl: np.ndarray):
     """(starts, ends, changed) of the NFC stretches of ``cps`` and whether the reference's NFC
     changes each: what the segmented path needs, so a caller that has checked a text can
@@ -1087,7 +1081,8 @@ class CpuEngine:
         runs on are cut at certified, hence NFC-safe, points, so each part's check and
         segments are its share of the whole text's: a part that NFC changes no longer
         sends the whole text to the segmented path (which normalized it all again, on
-        one thread: qwen3, 1M characters of catalogs, two threads 1.15x -> 1.78x over one).
+        one thread: qwen3, 1M characters of catalogs, two threads over one 0.92-1.23x ->
+        1.38-1.96x; ``tools/engine-experiments/nfc_chunks_ab.py``).
         """
         t = self.tables
         wk = self._workspace(u8.size)

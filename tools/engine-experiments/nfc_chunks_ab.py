@@ -33,7 +33,7 @@ def old_encode_u8(u8, spans=True):
     if out[3] or not t.nfc:
         return out
     n = C._char_count(u8)
-    if not C.nfc_unchanged(tok.hf.normalizer.normalize_str, wk.cps[:n], wk.fl[:n]):
+    if C.nfc_stretch_changes(tok.hf.normalizer.normalize_str, wk.cps[:n], wk.fl[:n])[2].any():
         return out  # failed: the caller sends the whole text to the segmented path
     return eng._encode_kernel(u8, *args, False, *eng._trie_args, eng.bpe, *eng._cache(), wk, spans)
 
