@@ -44,7 +44,7 @@ import seaborn as sns
 
 import toktier
 from toktier.bench import palette, repair_bench, streams
-from toktier.bench.gpu_report import best_run, gpu_runs
+from toktier.bench.gpu_report import best_run, gpu_runs, short_gpu
 from toktier.bench.machine import machine_facts
 
 results = Path(results_dir)
@@ -90,7 +90,7 @@ wide
 paper = pd.DataFrame(repair_bench.PAPER_ROUTES).T  # Table 9, Δ = 100K, qwen3, P50 ms
 fig, axes = plt.subplots(1, 2, figsize=(11, 5.2), sharey=True)
 colors = palette.palette([*methods, "GPU full re-encode + span export"])
-gpu_name = gpu.gpu.iloc[0].replace("NVIDIA ", "").split(" ")[0] if len(gpu) else ""
+gpu_name = short_gpu(gpu.gpu.iloc[0]) if len(gpu) else ""
 xs = sorted({*contexts, *paper.index})
 for ax, delta in zip(axes, deltas, strict=True):
     d = table[table.delta == delta]

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from toktier.bench.gpu_report import short_gpu
 from toktier.bench.tail_capacity import capacity
 
 
@@ -352,8 +353,7 @@ def _full_cpu(r: Results):
                     if not len(gr):
                         continue
                     giga = float(gr.p50.iloc[0])
-                    gpu = str(tk.gpu).replace("NVIDIA ", "").split(" ")[0]
-                    parts.append(f"{tok} {gpu} @{tk.commit} {_ms(tk.p50)} ms, "
+                    parts.append(f"{tok} {short_gpu(tk.gpu)} @{tk.commit} {_ms(tk.p50)} ms, "
                                  f"{giga / tk.p50:.1f}× Gigatoken empty ({_ms(giga)} ms)")  # fmt: skip
                     judged = judged or (tk, giga / tk.p50)
             tk, ratio = judged
@@ -398,7 +398,7 @@ def _gpu_tail(r: Results):
             p99("eager", True),
         )
         key = key if isinstance(key, tuple) else (key,)
-        run = key[0] + (f" ({str(key[1]).replace('NVIDIA ', '').split(' ')[0]} @{key[2]})"
+        run = key[0] + (f" ({short_gpu(key[1])} @{key[2]})"
                         if len(key) == 3 else "")  # fmt: skip
         parts.append(f"{run}: graph replay P99 {_ms(gi)} → {_ms(gc)} ms, eager {_ms(ei)} → "
                      f"{_ms(ec)} ms")  # fmt: skip

@@ -39,6 +39,11 @@ def best_run(runs: list[dict], tokenizer: str, method: str) -> dict | None:
     return best
 
 
+def short_gpu(name) -> str:
+    """``H100`` for ``NVIDIA H100 80GB HBM3``: a GPU's model, for labels."""
+    return str(name).replace("NVIDIA ", "").split(" ")[0]
+
+
 def short_commit(machine: dict) -> str:
     """``abc1234`` or ``abc1234+dirty`` (a run from uncommitted changes says so)."""
     c = str(machine.get("commit") or "")
@@ -105,7 +110,7 @@ def plot_gpu(tables: dict[str, pd.DataFrame], path: Path) -> None:
         ax.legend(fontsize=8)
     ax = axes[-1]
     gpu_of = {f: g for f, g in zip(lat.file, lat.gpu, strict=True)}
-    short = tail.file.map(lambda f: gpu_of[f].replace("NVIDIA ", "").split(" ")[0])
+    short = tail.file.map(lambda f: short_gpu(gpu_of[f]))
     t = tail.assign(run=tail.tokenizer + "\n" + short + "\n" + tail.commit)
     labels, xs, width = list(dict.fromkeys(t.run)), range(len(set(t.run))), 0.2
     combos = [(m, c) for m in ("toktier GPU, graph replay", "toktier GPU, eager")
