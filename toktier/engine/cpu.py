@@ -38,6 +38,7 @@ from ..families import stability
 from ..families.classes import NFC_UNSAFE
 from ..textcheck import utf8_array
 from . import jit as _jit
+from . import pretok_dfa
 from . import rules as _rules
 from .literal_probe import check_literals
 from .tables import EngineTables, EngineUnsupported
@@ -77,7 +78,11 @@ NFC_COALESCE = 0
 
 @numba.njit(cache=True, nogil=True)
 def _prepare(u8, bits, cps, char_start, fl):
-    """Decode UTF-8 and gather class bits; returns the number of characters."""
+    """Decode UTF-8 and gather class bits; returns the number of characters.
+
+    Bound by its stores (14 bytes per character: code point, byte offset, bits): an
+    eight-ASCII-bytes-at-a-time variant and a one-pass one were no faster
+    (``tools/engine-experiments/decode_variants.py``)."""
     n = utf8_decode(u8, cps, char_start)
     for i in range(n):
         fl[i] = bits[cps[i]]
@@ -899,7 +904,8 @@ class CpuEngine:
         bt = BpeTables(t.byte_ids, t.merge_table, t.merged, t.pair_filter,
                        np.zeros(65536, np.int64), t.vocab_keys, t.vocab_ids, t.pool, t.pool_off,
                        t.ignore_merges, t.token_nbytes,
-                       np.zeros((1, _rules.SHORT_COLS), np.int64), t.direct_merged)  # fmt: skip
+                       np.zeros((1, _rules.SHORT_COLS), np.int64),
+                       *pretok_dfa.build(t.family_code, t.bits, t.fold), t.direct_merged)  # fmt: skip
         bt = bt._replace(byte_pairs=byte_pair_codes(bt))
         self.short_map = _huge_copy(build_short_map(bt))  # built by the merges themselves
         # The tables read at random on every piece go to huge pages (fewer TLB misses).

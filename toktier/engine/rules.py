@@ -114,6 +114,11 @@ class BpeTables(NamedTuple):
     ignore_merges: bool
     nbytes: np.ndarray  # int64: byte length of each token
     smap: np.ndarray  # the read-only short-piece map (cpu.build_short_map)
+    # The pre-tokenizer as an automaton (``pretok_dfa``), read by ``pretokenize_range``
+    # in the piece loop: uint8 class per code point and the transition table; one-element
+    # arrays where it is off (other families; the GPU, certified with the family matchers).
+    pre_classes: np.ndarray
+    pre_table: np.ndarray
     direct: bool = False  # priorities are merged id << PRIO_GROUP_BITS | g (tables.direct_priorities)
 
 
@@ -451,6 +456,47 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None):
             n += 1
             i = e
         return n
+
+    @jit
+    def after_last_crlf(cps, j):
+        """The position after the last CR/LF at or before ``j`` (one is there: a run's state says so)."""
+        while cps[j] != 10 and cps[j] != 13:
+            j -= 1
+        return j + 1
+
+    @jit
+    def dfa_segment(cps, classes, table, lo, hi, ends, n):
+        """``pretokenize_segment`` of the cl100k lineage as an automaton (``pretok_dfa``):
+        one table load per character, boundaries written without a branch (the slot is
+        written every time, the count moves when the entry says so); only a whitespace
+        run's end, which places boundaries behind it, takes a branch."""
+        st = 0
+        for i in range(lo, hi):
+            x = table[st + classes[cps[i]]]
+            st = x & ~15
+            if x & 6:
+                if x & 4:
+                    ends[n] = after_last_crlf(cps, i - 1)
+                    n += 1
+                ends[n] = i - 1
+                n += 1
+            ends[n] = i
+            n += x & 1
+        if hi > lo:
+            if table[st + 15] & 4:
+                ends[n] = after_last_crlf(cps, hi - 1)
+                n += 1
+            ends[n] = hi
+            n += 1
+        return n
+
+    @jit
+    def pretokenize_range(cps, fl, fold, lo, hi, family, bt, ends, n):
+        """The piece loop's pre-tokenizer: the automaton where ``bt`` carries one, else the
+        family's matcher (the same ends: ``tests/test_pretok_dfa.py``)."""
+        if bt.pre_table.size > 1:
+            return dfa_segment(cps, bt.pre_classes, bt.pre_table, lo, hi, ends, n)
+        return pretokenize_segment(cps, fl, fold, lo, hi, family, ends, n)
 
     # --- hash tables ----------------------------------------------------------------------
     @jit
@@ -1067,7 +1113,7 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None):
             if k < nlit and ls[k] < c1:
                 seg_end = ls[k]
             if seg_end > pos:
-                np_ = pretokenize_segment(cps, fl, fold, pos, seg_end, family, ends, 0)
+                np_ = pretokenize_range(cps, fl, fold, pos, seg_end, family, bt, ends, 0)
                 ps = pos
                 # The keys of the next PREFETCH_AHEAD (= 8) pieces wait in ``ring``: each key
                 # is computed once, its table rows requested 8 pieces before they are read

@@ -215,6 +215,9 @@ class GpuEngine:
             nbytes=d(t.token_nbytes),
             smap=d(self._cpu.bpe.smap if self.short_map
                    else np.zeros((1, _rules.SHORT_COLS), dtype=np.int64)),  # one empty row: none
+            # the family matchers, as certified on GPUs (the automaton is the CPU's, for now)
+            pre_classes=d(np.zeros(1, dtype=np.uint8)),
+            pre_table=d(np.zeros(1, dtype=np.int32)),
             direct=bool(t.direct_merged),
         )
 

@@ -1,0 +1,187 @@
+"""The pre-tokenizer automaton (``engine.pretok_dfa``) against the family matcher it replaces
+on the CPU (``rules.pretokenize_segment``) and against the reference's own pre-tokenizer."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from toktier.engine import cpu, pretok_dfa, rules
+from toktier.registry import load
+
+DFA_TOKENIZERS = ["llama3", "qwen3", "qwen3.6", "cl100k"]  # dmax 3, 1, marks in letters, 3
+dfa_segment = cpu.RULES.dfa_segment
+pretokenize_segment = cpu.RULES.pretokenize_segment
+
+# One or more characters of every class the automaton tells apart, and the neighbours
+# the regex treats differently: the contraction letters in both cases and folded forms
+# (U+017F LONG S matches "s"), marks, non-ASCII digits and blanks, CR/LF, apostrophes.
+ALPHABET = [
+    *"abzsStTmMdDrRvVlLeExQ",
+    "\u017f", "\u212a", "é", "中", "\u0301", "\u0915\u093f",  # ſ, KELVIN, é, CJK, a mark, Devanagari
+    "0", "7", "\u0663", "\u00b2",  # digits: ASCII, Arabic-Indic, superscript two (No)
+    " ", "  ", "\t", "\u3000", "\u00a0", "\n", "\r", "\r\n", "\x0b",
+    "'", "''", "(", ")", ".", ",", "-", "_", "/", "\u20ac", "\U0001f600", '"', "\u2019",
+]  # fmt: skip
+TRICKY = [
+    "", " ", "\n", "x", "'", "''s", "'s", "'S", "'re", "'RE", "'ll", "'lL", "'ve", "'d'm'tx",
+    "'rx", "'r", "'l", "'lx", "'\u017f", "a'rx", "x's", "(('s", " 's", "\t'st",
+    "  \n  \n   x", "\n    def f(self):\n        return 1\n", "\r\n\r\n  ", "  ", " \t ",
+    "  (", "\t(", "x  1", "x \t1", "\n \n", "a\n\n  \n  b", "  \n", " \n ", "foo  ", "1234567",
+    "x\u0301y", "\u0301\u0301a", " \u0301", "12a", "a12", "\u3000\u3000x", "é'S", ".\n\n x",
+]  # fmt: skip
+
+
+@numba.njit(cache=False)
+def _dfa(cps, classes, table, lo, hi):
+    ends = np.full(hi - lo + 1, -7, dtype=np.int64)  # exactly as large as the engine's buffers
+    m = dfa_segment(cps, classes, table, lo, hi, ends, 0)
+    return ends[:m].copy()
+
+
+@numba.njit(cache=False)
+def _matcher(cps, fl, fold, family, lo, hi):
+    ends = np.empty(hi - lo + 1, dtype=np.int64)
+    m = pretokenize_segment(cps, fl, fold, lo, hi, family, ends, 0)
+    return ends[:m].copy()
+
+
+_engines: dict = {}
+
+
+def _engine(name):
+    if name not in _engines:
+        _engines[name] = cpu.engine_for(load(name))
+    return _engines[name]
+
+
+def _decode(eng, text):
+    cps = np.array([ord(c) for c in text], dtype=np.uint32)
+    return cps, eng.tables.bits[cps].astype(np.uint16)
+
+
+def _both(name, text, lo=0, hi=None):
+    eng = _engine(name)
+    t, bt = eng.tables, eng.bpe
+    cps, fl = _decode(eng, text)
+    hi = len(text) if hi is None else hi
+    got = _dfa(cps, bt.pre_classes, bt.pre_table, lo, hi)
+    want = _matcher(cps, fl, t.fold, t.family_code, lo, hi)
+    return got.tolist(), want.tolist()
+
+
+@pytest.mark.parametrize("name", DFA_TOKENIZERS)
+def test_the_automaton_is_on_for_the_cl100k_lineage(name):
+    bt = _engine(name).bpe
+    assert bt.pre_table.size > 1 and bt.pre_classes.size == rules_cp_count()
+
+
+@pytest.mark.parametrize("name", ["gpt-oss", "tekken", "deepseek-v4"])
+def test_other_families_keep_their_matcher(name):
+    assert _engine(name).bpe.pre_table.size == 1
+
+
+def rules_cp_count():
+    return _engine("llama3").tables.bits.size
+
+
+@pytest.mark.parametrize("name", DFA_TOKENIZERS)
+def test_tricky_strings_split_as_the_matcher_and_the_reference(name):
+    pre = load(name).hf.pre_tokenizer
+    for text in TRICKY:
+        got, want = _both(name, text)
+        assert got == want, repr(text)
+        assert got == [e for _, (_, e) in pre.pre_tokenize_str(text)] or not text, repr(text)
+
+
+@pytest.mark.parametrize("name", DFA_TOKENIZERS)
+@given(parts=st.lists(st.sampled_from(ALPHABET), max_size=40), data=st.data())
+@example(parts=["'", "s", "\n", " ", " ", "x"], data=None)
+def test_random_strings_split_as_the_matcher(name, parts, data):
+    text = "".join(parts)
+    got, want = _both(name, text)
+    assert got == want
+    if data is not None and text:  # a segment inside the text, as literals cut it
+        lo = data.draw(st.integers(0, len(text)))
+        hi = data.draw(st.integers(lo, len(text)))
+        got, want = _both(name, text, lo, hi)
+        assert got == want
+
+
+@pytest.mark.parametrize("name", DFA_TOKENIZERS)
+@given(parts=st.lists(st.sampled_from(ALPHABET), min_size=1, max_size=30))
+def test_random_strings_split_as_the_reference(name, parts):
+    text = "".join(parts)
+    got, _ = _both(name, text)
+    pieces = load(name).hf.pre_tokenizer.pre_tokenize_str(text)
+    assert got == [e for _, (_, e) in pieces]
+
+
+@numba.njit(cache=False)
+def _first_mismatch(reps, rep_fl, classes, table, fold, family, length):
+    """Every string of ``length`` characters over ``reps``: the first whose automaton ends
+    differ from the matcher's (its digits, most significant first), else an empty array."""
+    k = reps.size
+    digits = np.zeros(length, dtype=np.int64)
+    cps = np.empty(length, dtype=np.uint32)
+    fl = np.empty(length, dtype=np.uint16)
+    a = np.empty(length + 1, dtype=np.int64)
+    b = np.empty(length + 1, dtype=np.int64)
+    while True:
+        for j in range(length):
+            cps[j] = reps[digits[j]]
+            fl[j] = rep_fl[digits[j]]
+        ma = dfa_segment(cps, classes, table, 0, length, a, 0)
+        mb = pretokenize_segment(cps, fl, fold, 0, length, family, b, 0)
+        same = ma == mb
+        for j in range(min(ma, mb)):
+            same = same and a[j] == b[j]
+        if not same:
+            return digits.copy()
+        j = length - 1
+        while j >= 0 and digits[j] == k - 1:
+            digits[j] = 0
+            j -= 1
+        if j < 0:
+            return np.zeros(0, dtype=np.int64)
+        digits[j] += 1
+
+
+# One character per automaton class, and the neighbours the matcher might tell apart.
+REPRESENTATIVES = "asrleS\u017f1 \t\n\r'(\u0301\u4e2d"
+
+
+@pytest.mark.parametrize("name", DFA_TOKENIZERS)
+def test_every_short_string_over_the_classes_splits_as_the_matcher(name):
+    """Exhaustive up to 5 characters over 16 representatives (1.1M strings): every
+    transition path of up to five steps from a segment's start."""
+    eng = _engine(name)
+    reps, rep_fl = _decode(eng, REPRESENTATIVES)
+    for length in range(1, 6):
+        bad = _first_mismatch(reps, rep_fl, eng.bpe.pre_classes, eng.bpe.pre_table,
+                              eng.tables.fold, eng.tables.family_code, length)  # fmt: skip
+        assert bad.size == 0, repr("".join(REPRESENTATIVES[d] for d in bad))
+
+
+def test_table_rows_cover_every_class_of_every_state():
+    for dmax in (1, 3):
+        table = pretok_dfa.build_table(dmax).reshape(-1, pretok_dfa.COLS)
+        n = table.shape[0]
+        assert n == len(pretok_dfa.states(dmax))
+        nxt = table[:, :11] & ~15
+        assert (nxt % pretok_dfa.COLS == 0).all() and (nxt // pretok_dfa.COLS < n).all()
+        # EP (after the last CR/LF) only where E1 comes with it, and only out of CR/LF runs
+        flags = table[:, :11] & 15
+        assert (((flags & pretok_dfa.EP) == 0) | ((flags & pretok_dfa.E1) != 0)).all()
+
+
+def test_a_fold_letter_that_is_not_a_letter_turns_the_automaton_off():
+    t = _engine("llama3").tables
+    bits = t.bits.copy()
+    fold = t.fold.copy()
+    fold[ord("+")] = ord("s")  # "+" would then be a contraction letter
+    assert pretok_dfa.build_classes(bits, fold, marks=False) is None
+    assert pretok_dfa.build(rules.F_CL100K, bits, fold)[1].size == 1
