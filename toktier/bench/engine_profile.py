@@ -4,7 +4,8 @@ Each stage runs as its own compiled call on the same text, best of ``repeats``:
 
 - ``decode``: UTF-8 decode and class bits (``cpu._prepare``);
 - ``literals``: added-token extraction (``cpu._find_literals``);
-- ``pretokenize``: the family's pre-tokenizer over the whole text;
+- ``pretokenize``: the pre-tokenizer the piece loop runs (``rules.pretokenize_range``: the
+  cl100k lineage's automaton, the other families' matchers) over the whole text;
 - ``pieces``: the rest of ``CpuEngine.encode``: short-piece map and piece-cache
   lookups, BPE merges of the misses, token spans, buffers and output copies
   (the whole encode minus the three stages above).
@@ -29,8 +30,8 @@ from ..engine import cpu
 
 
 @numba.njit(cache=True, nogil=True)
-def _pretokenize_all(cps, fl, fold, family, n, ends):
-    return cpu.pretokenize_segment(cps, fl, fold, 0, n, family, ends, 0)
+def _pretokenize_all(cps, fl, fold, family, n, ends, bt):
+    return cpu.pretokenize_range(cps, fl, fold, 0, n, family, bt, ends, 0)
 
 
 def _best_ms(fn, repeats: int) -> float:
@@ -81,7 +82,7 @@ def _profile_one(eng, label: str, text: str, repeats: int) -> dict:
         "decode": _best_ms(lambda: cpu._prepare(u8, t.bits, wk.cps, wk.char_start, wk.fl), repeats),
         "literals": _best_ms(lambda: cpu._find_literals(wk.cps, n, *lit), repeats),
         "pretokenize": _best_ms(
-            lambda: _pretokenize_all(wk.cps, wk.fl, t.fold, t.family_code, n, ends), repeats
+            lambda: _pretokenize_all(wk.cps, wk.fl, t.fold, t.family_code, n, ends, eng.bpe), repeats
         ),
         "total": _best_ms(lambda: eng.encode(text), repeats),
     }

@@ -56,6 +56,7 @@ utf8_decode = RULES.utf8_decode
 decode_at = RULES.decode_at
 literal_at = RULES.literal_at
 pretokenize_segment = RULES.pretokenize_segment
+pretokenize_range = RULES.pretokenize_range
 literal_scan = RULES.literal_scan
 encode_range = RULES.encode_range
 bpe_merge = RULES.bpe_merge
@@ -117,15 +118,16 @@ def _find_literals(cps, n, f1, k1, c1, t1, f2, k2, c2, t2, has2, ls, le, lid):
 
 
 @numba.njit(cache=True, nogil=True)
-def _split(u8, bits, fold, family):
-    """Piece ends of the pre-tokenizer alone over the whole text (no added-token extraction)."""
+def _split(u8, bits, fold, family, bt):
+    """Piece ends of the pre-tokenizer alone over the whole text (no added-token extraction):
+    the one the piece loop runs (``pretokenize_range``: the automaton where ``bt`` has one)."""
     nb = u8.size
     cps = np.empty(nb, dtype=np.uint32)
     char_start = np.empty(nb + 1, dtype=np.int64)
     fl = np.empty(nb, dtype=np.uint16)
     n = _prepare(u8, bits, cps, char_start, fl)
     ends = np.empty(n + 1, dtype=np.int64)
-    m = pretokenize_segment(cps, fl, fold, 0, n, family, ends, 0)
+    m = pretokenize_range(cps, fl, fold, 0, n, family, bt, ends, 0)
     return ends[:m].copy()
 
 
@@ -981,7 +983,7 @@ class CpuEngine:
         """
         u8 = utf8_array(text)
         t = self.tables
-        ends = _split(u8, t.bits, t.fold, t.family_code)
+        ends = _split(u8, t.bits, t.fold, t.family_code, self.bpe)
         starts = np.zeros_like(ends)
         starts[1:] = ends[:-1]
         return starts, ends
