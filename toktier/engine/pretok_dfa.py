@@ -1,4 +1,6 @@
-"""The cl100k-lineage pre-tokenizer as a table-driven automaton (the CPU's fast form).
+"""The byte-level pre-tokenizers as table-driven automata (the CPU's fast form): the cl100k
+lineage's (llama3, qwen3, qwen3.6, cl100k) whole, o200k's and tekken's up to the characters
+it hands to the matcher (below).
 
 ``rules.cl_next`` is the readable form: from a piece start it tries the regex's
 alternatives in order.  Its cost on a CPU is branch mispredictions: which alternative
@@ -20,8 +22,13 @@ or another blank) and the transition out of the run emits "boundary before the
 previous character" (``E1``) and, when a CR/LF came earlier, "boundary after the last
 CR/LF" (``EP``: ``rules.dfa_segment`` finds it by scanning back over the run).
 
-The automaton is tested against ``cl_next`` on adversarial strings over every class
-(``tests/test_pretok_dfa.py``) and certified inside the engine's campaigns.
+o200k and tekken (``build_o200k_table``) add case-aware words, an apostrophe that may begin
+a contraction suffix (two more characters decide: ``E2`` puts the boundary back before the
+apostrophe when none follows), ``/`` in punctuation tails, and ``DEFER``: at a character the
+automaton does not model the family's matcher takes over from the last boundary.
+
+The automata are tested against the matchers on every short string over each class and on
+adversarial strings (``tests/test_pretok_dfa.py``) and certified inside the engine's campaigns.
 """
 
 from __future__ import annotations
@@ -30,14 +37,18 @@ import numpy as np
 
 from . import rules
 
-# Character classes (columns); the letters the contractions name are classes of their own.
+# Character classes (columns) of the cl100k lineage; the letters the contractions name are
+# classes of their own.
 K_L, K_LS, K_LR, K_LL, K_LE, K_N, K_SP, K_W, K_R, K_A, K_P = range(11)
-COLS = 16  # a state's row: 11 classes, column EOF_COL the flags at the segment's end
-EOF_COL = 15
+COLS = 32  # a state's row: the classes, then column EOF_COL: the flags at the segment's end
+EOF_COL = 31
 LETTERS = (K_L, K_LS, K_LR, K_LL, K_LE)
-# Flags: a boundary before this character / before the previous one / after the run's last CR/LF.
-E0, E1, EP = 1, 2, 4
+# Flags: a boundary before this character (E0), before the previous one (E1), before the one
+# two back (E2), after the whitespace run's last CR/LF (EP); DEFER: the family's matcher
+# takes over from the last boundary (a case the automaton does not model).
+E0, E1, EP, DEFER, E2 = 1, 2, 4, 8, 16
 FAMILIES = {rules.F_CL100K: (3, False), rules.F_QWEN: (1, False), rules.F_QWEN_LM: (1, True)}
+O200K_FAMILIES = {rules.F_O200K: (3, True), rules.F_TEKKEN: (1, False)}  # dmax, contractions
 CONTRACTION_CLASSES = {"s": K_LS, "t": K_LS, "m": K_LS, "d": K_LS, "r": K_LR, "v": K_LR,
                        "l": K_LL, "e": K_LE}  # fmt: skip
 
@@ -171,6 +182,10 @@ def build(family: int, bits: np.ndarray, fold: np.ndarray) -> tuple[np.ndarray, 
     """(classes, table) for ``rules.dfa_segment``; two one-element arrays (the automaton
     off: ``rules.pretokenize_range`` uses the family's matcher) for other families."""
     off = (np.zeros(1, dtype=np.uint8), np.zeros(1, dtype=np.int32))
+    if family in O200K_FAMILIES:
+        dmax, contractions = O200K_FAMILIES[family]
+        cls = build_o200k_classes(bits, fold, contractions)
+        return off if cls is None else (cls, build_o200k_table(dmax, contractions))
     if family not in FAMILIES:
         return off
     dmax, marks = FAMILIES[family]
@@ -178,3 +193,182 @@ def build(family: int, bits: np.ndarray, fold: np.ndarray) -> tuple[np.ndarray, 
     if cls is None:
         return off
     return cls, build_table(dmax)
+
+
+# --- o200k (gpt-oss) and tekken ---------------------------------------------------------------
+# Words are case-aware: [Lu Lt Lm Lo M]*[Ll Lm Lo M]+ | [Lu Lt Lm Lo M]+[Ll Lm Lo M]*, with an
+# optional contraction suffix for o200k.  Over upper (Lu, Lt) and lower (Ll) letters alone a
+# word ends where a lower letter is followed by an upper one, or where the letters end; a
+# shared character (Lm, Lo, M: X) can end a word at the last one of a run with no lower
+# letter, which needs unbounded look-ahead: at an X the matcher (``rules.o200k_next``) takes
+# over from the last boundary (``DEFER``) -- code and Latin, Greek, Cyrillic prose stay in the
+# automaton; most other scripts are Lo and go to the matcher, as before.
+(O_U, O_L, O_X, O_SU, O_SL, O_RU, O_RL, O_LU, O_LL, O_EU, O_EL,
+ O_N, O_SP, O_W, O_R, O_A, O_SLASH, O_P) = range(18)  # fmt: skip
+O_LETTERS = (O_U, O_L, O_SU, O_SL, O_RU, O_RL, O_LU, O_LL, O_EU, O_EL)
+O_UPPER = (O_U, O_SU, O_RU, O_LU, O_EU)
+O_CONTRACTION = {"s": (O_SU, O_SL), "t": (O_SU, O_SL), "m": (O_SU, O_SL), "d": (O_SU, O_SL),
+                 "r": (O_RU, O_RL), "v": (O_RU, O_RL), "l": (O_LU, O_LL), "e": (O_EU, O_EL)}  # fmt: skip
+
+
+def o200k_states(dmax: int) -> list[str]:
+    return ["BEGIN", "SDONE", "WU", "WL", "WA", "WARU", "WARL", "WALU", "WALL", "SP1", "PR", "PC",
+            "WR", "SSP", "SW1", "WSP2", "WW2", "WRSP1", "WRW1", "WRSP2", "WRW2",
+            *(f"N{j}" for j in range(1, dmax + 1))]  # fmt: skip
+
+
+def build_o200k_table(dmax: int, contractions: bool) -> np.ndarray:
+    """int32[n_states * COLS], as ``build_table``.  States: WU/WL a word whose letters so far
+    are all upper / include a lower one; WA a word then an apostrophe (o200k), WAR*/WAL* then
+    r or v / l (by that letter's case: if the contraction fails, the apostrophe leads a new
+    word of that case); SP1 a punctuation character at a piece start (it may lead a word);
+    PR a punctuation run, PC its [\r\n/]* tail; the whitespace states as ``build_table``'s."""
+    names = o200k_states(dmax)
+    s = {n: i for i, n in enumerate(names)}
+    table = np.zeros((len(names), COLS), dtype=np.int32)
+
+    def word(k: int) -> int:
+        return s["WU"] if k in O_UPPER else s["WL"]
+
+    def start(k: int) -> tuple[int, int]:  # (state, flags) when class k begins a piece
+        if k in O_LETTERS:
+            return word(k), 0
+        if k == O_X:
+            return 0, DEFER
+        return {O_N: s["N1"], O_SP: s["SSP"], O_W: s["SW1"], O_R: s["WR"], O_A: s["SP1"],
+                O_SLASH: s["SP1"], O_P: s["SP1"]}[k], 0  # fmt: skip
+
+    def cut(k: int) -> tuple[int, int]:
+        nxt, f = start(k)
+        return nxt, f | E0
+
+    def in_word(upper_only: bool, k: int) -> tuple[int, int]:
+        if k in O_LETTERS:
+            if not upper_only and k in O_UPPER:  # a lower letter, then an upper one: a new word
+                return s["WU"], E0
+            return (s["WU"] if upper_only and k in O_UPPER else s["WL"]), 0
+        if k == O_X:
+            return 0, DEFER
+        if k == O_A and contractions:
+            return s["WA"], 0
+        return cut(k)
+
+    def lead(last_space: bool, k: int) -> tuple[int, int]:  # a run's last blank begins a piece
+        if k in O_LETTERS:
+            return word(k), 0
+        if k == O_X:
+            return 0, DEFER
+        if last_space and k in (O_A, O_SLASH, O_P):
+            return s["PR"], 0
+        return cut(k)
+
+    def put(state: str, k: int, nxt: int, flags: int = 0) -> None:
+        table[s[state], k] = nxt * COLS | flags
+
+    after_blank = {
+        "WR": ("WRSP1", "WRW1"), "SSP": ("WSP2", "WW2"), "SW1": ("WSP2", "WW2"),
+        "WSP2": ("WSP2", "WW2"), "WW2": ("WSP2", "WW2"), "WRSP1": ("WRSP2", "WRW2"),
+        "WRW1": ("WRSP2", "WRW2"), "WRSP2": ("WRSP2", "WRW2"), "WRW2": ("WRSP2", "WRW2"),
+    }  # fmt: skip
+    run_end = {
+        "SSP": (True, 0), "SW1": (False, 0), "WSP2": (True, E1), "WW2": (False, E1),
+        "WRSP1": (True, E1), "WRW1": (False, E1), "WRSP2": (True, EP | E1),
+        "WRW2": (False, EP | E1),
+    }  # fmt: skip
+    punct = (O_A, O_SLASH, O_P)
+    for k in range(18):
+        put("BEGIN", k, *start(k))
+        put("SDONE", k, *cut(k))
+        put("WU", k, *in_word(True, k))
+        put("WL", k, *in_word(False, k))
+        for j in range(1, dmax + 1):
+            more = k == O_N and j < dmax
+            put(f"N{j}", k, *((s[f"N{j + 1}"], 0) if more else cut(k)))
+        # after a word and an apostrophe: a contraction, else the apostrophe begins a piece
+        if k in (O_SU, O_SL):
+            put("WA", k, s["SDONE"])
+        elif k in (O_RU, O_RL):
+            put("WA", k, s["WARU" if k == O_RU else "WARL"])
+        elif k in (O_LU, O_LL):
+            put("WA", k, s["WALU" if k == O_LU else "WALL"])
+        elif k in O_LETTERS:
+            put("WA", k, word(k), E1)
+        elif k == O_X:
+            put("WA", k, 0, DEFER)
+        elif k in punct:
+            put("WA", k, s["PR"], E1)
+        elif k == O_R:
+            put("WA", k, s["PC"], E1)
+        else:
+            nxt, f = cut(k)
+            put("WA", k, nxt, f | E1)
+        for st, done, upper in (("WARU", (O_EU, O_EL), True), ("WARL", (O_EU, O_EL), False),
+                                ("WALU", (O_LU, O_LL), True), ("WALL", (O_LU, O_LL), False)):  # fmt: skip
+            if k in done:
+                put(st, k, s["SDONE"])
+            else:  # no contraction: the apostrophe leads a word of the letter's case
+                nxt, f = in_word(upper, k)
+                put(st, k, nxt, f | E2)
+        if k in O_LETTERS:
+            put("SP1", k, word(k))
+        elif k == O_X:
+            put("SP1", k, 0, DEFER)
+        elif k in punct:
+            put("SP1", k, s["PR"])
+        elif k == O_R:
+            put("SP1", k, s["PC"])
+        else:
+            put("SP1", k, *cut(k))
+        if k == O_X:  # a mark may go on with the punctuation run, a letter may not
+            put("PR", k, 0, DEFER)
+        else:
+            put("PR", k, *((s["PR"], 0) if k in punct else (s["PC"], 0) if k == O_R else cut(k)))
+        put("PC", k, *((s["PC"], 0) if k in (O_R, O_SLASH) else cut(k)))
+        for st, (sp, blank) in after_blank.items():
+            if k == O_R:
+                put(st, k, s["WR"])
+            elif k == O_SP:
+                put(st, k, s[sp])
+            elif k == O_W:
+                put(st, k, s[blank])
+            elif st == "WR":
+                put(st, k, *cut(k))
+            else:
+                last_space, flags = run_end[st]
+                nxt, f = lead(last_space, k)
+                put(st, k, nxt, flags | f)
+    for st in ("WRSP1", "WRW1", "WRSP2", "WRW2"):
+        table[s[st], EOF_COL] = EP
+    table[s["WA"], EOF_COL] = E1  # a word, then a lone apostrophe at the end
+    for st in ("WARU", "WARL", "WALU", "WALL"):
+        table[s[st], EOF_COL] = E2
+    return table.ravel().copy()
+
+
+def build_o200k_classes(bits: np.ndarray, fold: np.ndarray, contractions: bool):
+    """uint8 o200k class per code point, or None where an assumption fails (a contraction
+    letter that is not an upper or lower letter; the ASCII blanks and apostrophe)."""
+    upper = (bits & (rules.B_LU | rules.B_LT)) != 0
+    lower = (bits & rules.B_LL) != 0
+    shared = (bits & (rules.B_LM | rules.B_LO | rules.B_M)) != 0
+    letter = (bits & rules.B_L) != 0
+    cls = np.full(bits.size, O_P, dtype=np.uint8)
+    cls[(bits & rules.B_WS) != 0] = O_W
+    cls[((bits & rules.B_N) != 0) & ~letter] = O_N
+    cls[shared | (letter & ~upper & ~lower)] = O_X
+    cls[upper & ~shared] = O_U
+    cls[lower & ~shared & ~upper] = O_L
+    if contractions:
+        for ch, (ku, kl) in O_CONTRACTION.items():
+            sel = fold == ord(ch)
+            if not (upper[sel] ^ lower[sel]).all() or shared[sel].any():
+                return None
+            cls[sel & upper] = ku
+            cls[sel & lower] = kl
+    if not all(bits[c] & rules.B_WS for c in (9, 10, 13, 32)):
+        return None
+    wordish = rules.B_L | rules.B_N | rules.B_M
+    if bits[39] & wordish or bits[47] & wordish:
+        return None
+    cls[32], cls[10], cls[13], cls[39], cls[47] = O_SP, O_R, O_R, O_A, O_SLASH
+    return cls

@@ -436,22 +436,27 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None):
 
     # --- one pre-tokenizer input ----------------------------------------------------------
     @jit
+    def piece_end(cps, fl, fold, i, hi, family):
+        """End of the piece starting at ``i`` (families but deepseek, whose stages are not
+        one matcher)."""
+        if family == F_O200K:
+            return o200k_next(cps, fl, fold, i, hi, True, 3)
+        if family == F_TEKKEN:
+            return o200k_next(cps, fl, fold, i, hi, False, 1)
+        if family == F_CL100K:
+            return cl_next(cps, fl, fold, i, hi, 3, False)
+        if family == F_QWEN:
+            return cl_next(cps, fl, fold, i, hi, 1, False)
+        return cl_next(cps, fl, fold, i, hi, 1, True)
+
+    @jit
     def pretokenize_segment(cps, fl, fold, lo, hi, family, ends, n):
         """Append the ends of the pieces of ``[lo, hi)`` to ``ends[n:]``; returns the new n."""
         if family == F_DEEPSEEK:
             return deepseek_segment(cps, fl, lo, hi, ends, n)
         i = lo
         while i < hi:
-            if family == F_O200K:
-                e = o200k_next(cps, fl, fold, i, hi, True, 3)
-            elif family == F_TEKKEN:
-                e = o200k_next(cps, fl, fold, i, hi, False, 1)
-            elif family == F_CL100K:
-                e = cl_next(cps, fl, fold, i, hi, 3, False)
-            elif family == F_QWEN:
-                e = cl_next(cps, fl, fold, i, hi, 1, False)
-            else:
-                e = cl_next(cps, fl, fold, i, hi, 1, True)
+            e = piece_end(cps, fl, fold, i, hi, family)
             ends[n] = e
             n += 1
             i = e
@@ -465,26 +470,55 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None):
         return j + 1
 
     @jit
-    def dfa_segment(cps, classes, table, lo, hi, ends, n):
-        """``pretokenize_segment`` of the cl100k lineage as an automaton (``pretok_dfa``):
-        one table load per character, boundaries written without a branch (the slot is
-        written every time, the count moves when the entry says so); only a whitespace
-        run's end, which places boundaries behind it, takes a branch."""
+    def dfa_segment(cps, fl, fold, family, classes, table, lo, hi, ends, n):
+        """``pretokenize_segment`` as an automaton (``pretok_dfa``): one table load per
+        character, boundaries written without a branch (the slot is written every time,
+        the count moves when the entry says so).  Only the rare entries branch: boundaries
+        behind the character (a whitespace run's end, a failed contraction) and DEFER, where
+        the family's matcher takes the pieces from the last boundary on (o200k's words with
+        Lm/Lo/M characters), until a piece ends before an ASCII character."""
+        n0 = n
         st = 0
-        for i in range(lo, hi):
+        i = lo
+        while i < hi:
             x = table[st + classes[cps[i]]]
-            st = x & ~15
-            if x & 6:
+            if x & 30:
+                if x & 16:
+                    ends[n] = i - 2
+                    n += 1
                 if x & 4:
                     ends[n] = after_last_crlf(cps, i - 1)
                     n += 1
-                ends[n] = i - 1
-                n += 1
+                if x & 2:
+                    ends[n] = i - 1
+                    n += 1
+                if x & 8:
+                    ends[n] = i
+                    n += x & 1
+                    e = ends[n - 1] if n > n0 else lo
+                    while True:
+                        e = piece_end(cps, fl, fold, e, hi, family)
+                        ends[n] = e
+                        n += 1
+                        if e >= hi or cps[e] < 128:
+                            break
+                    i = e
+                    st = 0
+                    continue
             ends[n] = i
             n += x & 1
-        if hi > lo:
-            if table[st + 15] & 4:
+            st = x & ~31
+            i += 1
+        if (hi > lo and n == n0) or (n > n0 and ends[n - 1] < hi):
+            f = table[st + 31]
+            if f & 16:
+                ends[n] = hi - 2
+                n += 1
+            if f & 4:
                 ends[n] = after_last_crlf(cps, hi - 1)
+                n += 1
+            if f & 2:
+                ends[n] = hi - 1
                 n += 1
             ends[n] = hi
             n += 1
@@ -495,7 +529,8 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None):
         """The piece loop's pre-tokenizer: the automaton where ``bt`` carries one, else the
         family's matcher (the same ends: ``tests/test_pretok_dfa.py``)."""
         if bt.pre_table.size > 1:
-            return dfa_segment(cps, bt.pre_classes, bt.pre_table, lo, hi, ends, n)
+            return dfa_segment(cps, fl, fold, family, bt.pre_classes, bt.pre_table, lo, hi,
+                               ends, n)  # fmt: skip
         return pretokenize_segment(cps, fl, fold, lo, hi, family, ends, n)
 
     # --- hash tables ----------------------------------------------------------------------

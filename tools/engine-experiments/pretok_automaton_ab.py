@@ -1,5 +1,6 @@
-"""In-process A/B (2026-11-27, kept): the cl100k lineage's pre-tokenizer as an automaton
-(``engine.pretok_dfa``, ``rules.dfa_segment``) against the family matcher (``rules.cl_next``).
+"""In-process A/B (2026-11-27, kept): the byte-level pre-tokenizers as automata
+(``engine.pretok_dfa``, ``rules.dfa_segment``) against the family matchers (``rules.cl_next``,
+``rules.o200k_next``).
 
 One engine; the matcher arm is the same ``BpeTables`` with the automaton's arrays
 replaced by one-element ones (``rules.pretokenize_range`` then calls the matcher), so
@@ -26,8 +27,8 @@ pretokenize_segment = cpu.RULES.pretokenize_segment
 
 
 @numba.njit(cache=False)
-def _stage_dfa(cps, n, classes, table, ends):
-    return dfa_segment(cps, classes, table, 0, n, ends, 0)
+def _stage_dfa(cps, fl, fold, family, n, classes, table, ends):
+    return dfa_segment(cps, fl, fold, family, classes, table, 0, n, ends, 0)
 
 
 @numba.njit(cache=False)
@@ -65,7 +66,17 @@ def run(name: str, kinds=E.KINDS, samples: int = 8, chars: int = 1_000_000) -> N
             for arm, bt in arms if i % 2 == 0 else arms[::-1]:
                 eng.bpe = bt
                 if arm == "automaton":
-                    ms, m = _ms(_stage_dfa, cps, n, bt.pre_classes, bt.pre_table, ends)
+                    ms, m = _ms(
+                        _stage_dfa,
+                        cps,
+                        fl,
+                        t.fold,
+                        t.family_code,
+                        n,
+                        bt.pre_classes,
+                        bt.pre_table,
+                        ends,
+                    )
                 else:
                     ms, m = _ms(_stage_matcher, cps, fl, t.fold, t.family_code, n, ends)
                 res["stage"][arm].append(ms)
