@@ -53,6 +53,40 @@ CONTRACTION_CLASSES = {"s": K_LS, "t": K_LS, "m": K_LS, "d": K_LS, "r": K_LR, "v
                        "l": K_LL, "e": K_LE}  # fmt: skip
 
 
+# A whitespace run's states (both lineages): run state -> (after a space, after another blank)
+AFTER_BLANK = {
+    "WR": ("WRSP1", "WRW1"), "SSP": ("WSP2", "WW2"), "SW1": ("WSP2", "WW2"),
+    "WSP2": ("WSP2", "WW2"), "WW2": ("WSP2", "WW2"), "WRSP1": ("WRSP2", "WRW2"),
+    "WRW1": ("WRSP2", "WRW2"), "WRSP2": ("WRSP2", "WRW2"), "WRW2": ("WRSP2", "WRW2"),
+}  # fmt: skip
+# ... and run state -> (its last character is a space, flags when a non-blank follows)
+RUN_END = {
+    "SSP": (True, 0), "SW1": (False, 0), "WSP2": (True, E1), "WW2": (False, E1),
+    "WRSP1": (True, E1), "WRW1": (False, E1), "WRSP2": (True, EP | E1),
+    "WRW2": (False, EP | E1),
+}  # fmt: skip
+WITH_CRLF = ("WRSP1", "WRW1", "WRSP2", "WRW2")  # at the segment's end: EP, the rest is a piece
+
+
+def _whitespace_rows(put, s, k, blanks, cut, lead) -> None:
+    """The whitespace states' entries for class ``k``; ``blanks`` = (CR/LF, space, other blank)
+    classes, ``cut``/``lead`` the lineage's rules for a piece that begins at / after the run."""
+    crlf, space, blank = blanks
+    for st, (after_space, after_blank) in AFTER_BLANK.items():
+        if k == crlf:
+            put(st, k, s["WR"])
+        elif k == space:
+            put(st, k, s[after_space])
+        elif k == blank:
+            put(st, k, s[after_blank])
+        elif st == "WR":
+            put(st, k, *cut(k))
+        else:
+            last_space, flags = RUN_END[st]
+            nxt, f = lead(last_space, k)
+            put(st, k, nxt, flags | f)
+
+
 def states(dmax: int) -> list[str]:
     """State names; BEGIN (a segment's start: no boundary before its first character) is 0."""
     return ["BEGIN", "SL", "SDONE", "SA", "SAR", "SAL", "SP1", "PR", "PC", "WR", "SSP", "SW1",
@@ -91,17 +125,6 @@ def build_table(dmax: int) -> np.ndarray:
             return s["PR"], 0
         return cut(k)
 
-    after_blank = {  # run state -> (after a space, after another blank)
-        "WR": ("WRSP1", "WRW1"), "SSP": ("WSP2", "WW2"), "SW1": ("WSP2", "WW2"),
-        "WSP2": ("WSP2", "WW2"), "WW2": ("WSP2", "WW2"), "WRSP1": ("WRSP2", "WRW2"),
-        "WRW1": ("WRSP2", "WRW2"), "WRSP2": ("WRSP2", "WRW2"), "WRW2": ("WRSP2", "WRW2"),
-    }  # fmt: skip
-    run_end = {  # run state -> (its last character is a space, flags when a non-blank follows)
-        "SSP": (True, 0), "SW1": (False, 0), "WSP2": (True, E1), "WW2": (False, E1),
-        "WRSP1": (True, E1), "WRW1": (False, E1), "WRSP2": (True, EP | E1),
-        "WRW2": (False, EP | E1),
-    }  # fmt: skip
-
     def put(state: str, k: int, nxt: int, flags: int = 0) -> None:
         table[s[state], k] = nxt * COLS | flags
 
@@ -112,48 +135,27 @@ def build_table(dmax: int) -> np.ndarray:
         for j in range(1, dmax + 1):
             more = k == K_N and j < dmax
             put(f"N{j}", k, *((s[f"N{j + 1}"], 0) if more else cut(k)))
-        # An apostrophe at a piece start: a contraction, else a leading character, else punctuation.
-        if k == K_LS:
-            put("SA", k, s["SDONE"])
-        elif k == K_LR:
-            put("SA", k, s["SAR"])
-        elif k == K_LL:
-            put("SA", k, s["SAL"])
-        elif k in LETTERS:
-            put("SA", k, s["SL"])
+        # Another character at a piece start: a letter follows it (it leads the word), else
+        # punctuation goes on (a run, its CR/LF tail), else it is a piece of its own.
+        if k in LETTERS:
+            lone = (s["SL"], 0)
         elif k in (K_A, K_P):
-            put("SA", k, s["PR"])
+            lone = (s["PR"], 0)
         elif k == K_R:
-            put("SA", k, s["PC"])
+            lone = (s["PC"], 0)
         else:
-            put("SA", k, *cut(k))
+            lone = cut(k)
+        put("SP1", k, *lone)
+        # An apostrophe there: a contraction first, else as any other such character.
+        contraction = {K_LS: "SDONE", K_LR: "SAR", K_LL: "SAL"}
+        put("SA", k, *((s[contraction[k]], 0) if k in contraction else lone))
         for st, done in (("SAR", K_LE), ("SAL", K_LL)):  # "'re"/"'ve", "'ll"; else letters
             put(st, k, *((s["SDONE"], 0) if k == done else
                          (s["SL"], 0) if k in LETTERS else cut(k)))  # fmt: skip
-        if k in LETTERS:
-            put("SP1", k, s["SL"])
-        elif k in (K_A, K_P):
-            put("SP1", k, s["PR"])
-        elif k == K_R:
-            put("SP1", k, s["PC"])
-        else:
-            put("SP1", k, *cut(k))
         put("PR", k, *((s["PR"], 0) if k in (K_A, K_P) else (s["PC"], 0) if k == K_R else cut(k)))
         put("PC", k, *((s["PC"], 0) if k == K_R else cut(k)))
-        for st, (sp, blank) in after_blank.items():
-            if k == K_R:
-                put(st, k, s["WR"])
-            elif k == K_SP:
-                put(st, k, s[sp])
-            elif k == K_W:
-                put(st, k, s[blank])
-            elif st == "WR":
-                put(st, k, *cut(k))
-            else:
-                last_space, flags = run_end[st]
-                nxt, f = lead(last_space, k)
-                put(st, k, nxt, flags | f)
-    for st in ("WRSP1", "WRW1", "WRSP2", "WRW2"):  # at the end: after the last CR/LF, the rest
+        _whitespace_rows(put, s, k, (K_R, K_SP, K_W), cut, lead)
+    for st in WITH_CRLF:
         table[s[st], EOF_COL] = EP
     return table.ravel().copy()
 
@@ -265,16 +267,6 @@ def build_o200k_table(dmax: int, contractions: bool) -> np.ndarray:
     def put(state: str, k: int, nxt: int, flags: int = 0) -> None:
         table[s[state], k] = nxt * COLS | flags
 
-    after_blank = {
-        "WR": ("WRSP1", "WRW1"), "SSP": ("WSP2", "WW2"), "SW1": ("WSP2", "WW2"),
-        "WSP2": ("WSP2", "WW2"), "WW2": ("WSP2", "WW2"), "WRSP1": ("WRSP2", "WRW2"),
-        "WRW1": ("WRSP2", "WRW2"), "WRSP2": ("WRSP2", "WRW2"), "WRW2": ("WRSP2", "WRW2"),
-    }  # fmt: skip
-    run_end = {
-        "SSP": (True, 0), "SW1": (False, 0), "WSP2": (True, E1), "WW2": (False, E1),
-        "WRSP1": (True, E1), "WRW1": (False, E1), "WRSP2": (True, EP | E1),
-        "WRW2": (False, EP | E1),
-    }  # fmt: skip
     punct = (O_A, O_SLASH, O_P)
     for k in range(18):
         put("BEGIN", k, *start(k))
@@ -324,20 +316,8 @@ def build_o200k_table(dmax: int, contractions: bool) -> np.ndarray:
         else:
             put("PR", k, *((s["PR"], 0) if k in punct else (s["PC"], 0) if k == O_R else cut(k)))
         put("PC", k, *((s["PC"], 0) if k in (O_R, O_SLASH) else cut(k)))
-        for st, (sp, blank) in after_blank.items():
-            if k == O_R:
-                put(st, k, s["WR"])
-            elif k == O_SP:
-                put(st, k, s[sp])
-            elif k == O_W:
-                put(st, k, s[blank])
-            elif st == "WR":
-                put(st, k, *cut(k))
-            else:
-                last_space, flags = run_end[st]
-                nxt, f = lead(last_space, k)
-                put(st, k, nxt, flags | f)
-    for st in ("WRSP1", "WRW1", "WRSP2", "WRW2"):
+        _whitespace_rows(put, s, k, (O_R, O_SP, O_W), cut, lead)
+    for st in WITH_CRLF:
         table[s[st], EOF_COL] = EP
     table[s["WA"], EOF_COL] = E1  # a word, then a lone apostrophe at the end
     for st in ("WARU", "WARL", "WALU", "WALL"):

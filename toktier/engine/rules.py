@@ -470,6 +470,21 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None):
         return j + 1
 
     @jit
+    def boundaries_behind(cps, flags, i, ends, n):
+        """The boundaries an automaton entry places behind position ``i``, in order: before
+        ``i - 2`` (a failed contraction), after a whitespace run's last CR/LF, before ``i - 1``."""
+        if flags & 16:
+            ends[n] = i - 2
+            n += 1
+        if flags & 4:
+            ends[n] = after_last_crlf(cps, i - 1)
+            n += 1
+        if flags & 2:
+            ends[n] = i - 1
+            n += 1
+        return n
+
+    @jit
     def dfa_segment(cps, fl, fold, family, classes, table, lo, hi, ends, n):
         """``pretokenize_segment`` as an automaton (``pretok_dfa``): one table load per
         character, boundaries written without a branch (the slot is written every time,
@@ -483,15 +498,7 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None):
         while i < hi:
             x = table[st + classes[cps[i]]]
             if x & 30:
-                if x & 16:
-                    ends[n] = i - 2
-                    n += 1
-                if x & 4:
-                    ends[n] = after_last_crlf(cps, i - 1)
-                    n += 1
-                if x & 2:
-                    ends[n] = i - 1
-                    n += 1
+                n = boundaries_behind(cps, x, i, ends, n)
                 if x & 8:
                     ends[n] = i
                     n += x & 1
@@ -510,16 +517,7 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None):
             st = x & ~31
             i += 1
         if (hi > lo and n == n0) or (n > n0 and ends[n - 1] < hi):
-            f = table[st + 31]
-            if f & 16:
-                ends[n] = hi - 2
-                n += 1
-            if f & 4:
-                ends[n] = after_last_crlf(cps, hi - 1)
-                n += 1
-            if f & 2:
-                ends[n] = hi - 1
-                n += 1
+            n = boundaries_behind(cps, table[st + 31], hi, ends, n)
             ends[n] = hi
             n += 1
         return n
