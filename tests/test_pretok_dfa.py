@@ -36,9 +36,9 @@ TRICKY = [
 
 
 @numba.njit(cache=False)
-def _dfa(cps, fl, fold, family, classes, table, lo, hi):
+def _dfa(cps, fl, fold, family, classes, table, pairs, lo, hi):
     ends = np.full(hi - lo + 1, -7, dtype=np.int64)  # exactly as large as the engine's buffers
-    m = dfa_segment(cps, fl, fold, family, classes, table, lo, hi, ends, 0)
+    m = dfa_segment(cps, fl, fold, family, classes, table, pairs, lo, hi, ends, 0)
     return ends[:m].copy()
 
 
@@ -63,12 +63,17 @@ def _decode(eng, text):
     return cps, eng.tables.bits[cps].astype(np.uint16)
 
 
-def _both(name, text, lo=0, hi=None):
+NO_PAIRS = np.zeros(1, dtype=np.int32)
+
+
+def _both(name, text, lo=0, hi=None, pairs=True):
+    """(automaton's ends, matcher's ends); ``pairs`` False: one table read a character."""
     eng = _engine(name)
     t, bt = eng.tables, eng.bpe
     cps, fl = _decode(eng, text)
     hi = len(text) if hi is None else hi
-    got = _dfa(cps, fl, t.fold, t.family_code, bt.pre_classes, bt.pre_table, lo, hi)
+    got = _dfa(cps, fl, t.fold, t.family_code, bt.pre_classes, bt.pre_table,
+               bt.pre_pairs if pairs else NO_PAIRS, lo, hi)  # fmt: skip
     want = _matcher(cps, fl, t.fold, t.family_code, lo, hi)
     return got.tolist(), want.tolist()
 
@@ -101,8 +106,9 @@ def test_tricky_strings_split_as_the_matcher_and_the_reference(name):
 @example(parts=["'", "s", "\n", " ", " ", "x"], data=None)
 def test_random_strings_split_as_the_matcher(name, parts, data):
     text = "".join(parts)
-    got, want = _both(name, text)
-    assert got == want
+    for pairs in (True, False):
+        got, want = _both(name, text, pairs=pairs)
+        assert got == want
     if data is not None and text:  # a segment inside the text, as literals cut it
         lo = data.draw(st.integers(0, len(text)))
         hi = data.draw(st.integers(lo, len(text)))
@@ -120,7 +126,7 @@ def test_random_strings_split_as_the_reference(name, parts):
 
 
 @numba.njit(cache=False)
-def _first_mismatch(reps, rep_fl, classes, table, fold, family, length):
+def _first_mismatch(reps, rep_fl, classes, table, pairs, fold, family, length):
     """Every string of ``length`` characters over ``reps``: the first whose automaton ends
     differ from the matcher's (its digits, most significant first), else an empty array."""
     k = reps.size
@@ -133,7 +139,7 @@ def _first_mismatch(reps, rep_fl, classes, table, fold, family, length):
         for j in range(length):
             cps[j] = reps[digits[j]]
             fl[j] = rep_fl[digits[j]]
-        ma = dfa_segment(cps, fl, fold, family, classes, table, 0, length, a, 0)
+        ma = dfa_segment(cps, fl, fold, family, classes, table, pairs, 0, length, a, 0)
         mb = pretokenize_segment(cps, fl, fold, 0, length, family, b, 0)
         same = ma == mb
         for j in range(min(ma, mb)):
@@ -159,10 +165,42 @@ def test_every_short_string_over_the_classes_splits_as_the_matcher(name):
     transition path of up to five steps from a segment's start."""
     eng = _engine(name)
     reps, rep_fl = _decode(eng, REPRESENTATIVES)
+    bt = eng.bpe
     for length in range(1, 6):
-        bad = _first_mismatch(reps, rep_fl, eng.bpe.pre_classes, eng.bpe.pre_table,
+        bad = _first_mismatch(reps, rep_fl, bt.pre_classes, bt.pre_table, bt.pre_pairs,
                               eng.tables.fold, eng.tables.family_code, length)  # fmt: skip
         assert bad.size == 0, repr("".join(REPRESENTATIVES[d] for d in bad))
+    if bt.pre_pairs.size > 1:  # and one read a character, as o200k's automaton runs
+        for length in range(1, 5):
+            bad = _first_mismatch(reps, rep_fl, bt.pre_classes, bt.pre_table, NO_PAIRS,
+                                  eng.tables.fold, eng.tables.family_code, length)  # fmt: skip
+            assert bad.size == 0, repr("".join(REPRESENTATIVES[d] for d in bad))
+
+
+@pytest.mark.parametrize("name", DFA_TOKENIZERS)
+def test_the_pair_table_is_two_single_steps(name):
+    """Every state and pair of classes: the pair entry is the single table's two steps (the
+    state after both, a boundary bit for each), or PSLOW where a step has another flag."""
+    bt = _engine(name).bpe
+    if bt.pre_pairs.size == 1:
+        assert name in ("gpt-oss", "tekken")  # o200k's automaton reads one character at a time
+        return
+    cols, k = pretok_dfa.COLS, 1 << pretok_dfa.PAIR_SHIFT
+    table, pairs = bt.pre_table, bt.pre_pairs
+    assert pairs.size == table.size // cols * pretok_dfa.PAIR_COLS
+    assert int(bt.pre_classes.max()) < k
+    for row in range(0, table.size, cols):
+        for a in range(k):
+            for b in range(k):
+                y = int(pairs[row // cols * pretok_dfa.PAIR_COLS + a * k + b])
+                x1 = int(table[row + a])
+                x2 = int(table[(x1 & ~(cols - 1)) + b])
+                if (x1 | x2) & (pretok_dfa.E1 | pretok_dfa.EP | pretok_dfa.DEFER | pretok_dfa.E2):
+                    assert y == pretok_dfa.PSLOW
+                else:
+                    assert y & ~(cols - 1) == x2 & ~(cols - 1)
+                    assert bool(y & pretok_dfa.P0) == bool(x1 & pretok_dfa.E0)
+                    assert bool(y & pretok_dfa.P1) == bool(x2 & pretok_dfa.E0)
 
 
 @pytest.mark.parametrize(("states", "build", "ncls"), [
@@ -188,4 +226,5 @@ def test_a_fold_letter_that_is_not_a_letter_turns_the_automaton_off():
     fold[ord("+")] = ord("s")  # "+" would then be a contraction letter
     assert pretok_dfa.build_classes(bits, fold, marks=False) is None
     assert pretok_dfa.build(rules.F_CL100K, bits, fold)[1].size == 1
+    assert pretok_dfa.build(rules.F_CL100K, bits, fold)[2].size == 1
     assert pretok_dfa.build(rules.F_O200K, bits, fold)[1].size == 1

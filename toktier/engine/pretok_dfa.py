@@ -27,6 +27,14 @@ a contraction suffix (two more characters decide: ``E2`` puts the boundary back 
 apostrophe when none follows), ``/`` in punctuation tails, and ``DEFER``: at a character the
 automaton does not model the family's matcher takes over from the last boundary.
 
+Two characters a read (``build_pairs``): the table read is a chain -- the next state is
+needed before the next read -- so one read per character costs a load's latency per
+character.  A second table, the single one composed with itself, answers two characters
+in one read where neither step places a boundary behind or defers (the common case: the
+two "boundary before" bits come with it); otherwise the single table takes one step.  The
+cl100k lineage's eleven classes give 16 x 16 columns a state (21 KB); o200k's eighteen
+would not fit the core's first cache, and it keeps one read a character.
+
 The automata are tested against the matchers on every short string over each class and on
 adversarial strings (``tests/test_pretok_dfa.py``) and certified inside the engine's campaigns.
 """
@@ -47,6 +55,13 @@ LETTERS = (K_L, K_LS, K_LR, K_LL, K_LE)
 # two back (E2), after the whitespace run's last CR/LF (EP); DEFER: the family's matcher
 # takes over from the last boundary (a case the automaton does not model).
 E0, E1, EP, DEFER, E2 = 1, 2, 4, 8, 16
+# The pair table (``build_pairs``): a state's row has PAIR_COLS columns, (a << 4) | b for the
+# classes a, b of two characters; an entry is the state after both (its single-table row
+# offset, state * COLS) | P0 (a boundary before the first) | P1 (before the second), or
+# PSLOW: take one step with the single table instead.
+PAIR_SHIFT = 4
+PAIR_COLS = 1 << (2 * PAIR_SHIFT)
+P0, P1, PSLOW = 1, 2, 4
 FAMILIES = {rules.F_CL100K: (3, False), rules.F_QWEN: (1, False), rules.F_QWEN_LM: (1, True)}
 O200K_FAMILIES = {rules.F_O200K: (3, True), rules.F_TEKKEN: (1, False)}  # dmax, contractions
 CONTRACTION_CLASSES = {"s": K_LS, "t": K_LS, "m": K_LS, "d": K_LS, "r": K_LR, "v": K_LR,
@@ -180,21 +195,42 @@ def build_classes(bits: np.ndarray, fold: np.ndarray, marks: bool) -> np.ndarray
     return cls
 
 
-def build(family: int, bits: np.ndarray, fold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(classes, table) for ``rules.dfa_segment``; two one-element arrays (the automaton
-    off: ``rules.pretokenize_range`` uses the family's matcher) for other families."""
-    off = (np.zeros(1, dtype=np.uint8), np.zeros(1, dtype=np.int32))
+def build(family: int, bits: np.ndarray, fold: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(classes, table, pairs) for ``rules.dfa_segment``; one-element arrays where they are
+    off: all three for other families (``rules.pretokenize_range`` uses the family's
+    matcher), the pair table for o200k and tekken."""
+    off = np.zeros(1, dtype=np.int32)
     if family in O200K_FAMILIES:
         dmax, contractions = O200K_FAMILIES[family]
         cls = build_o200k_classes(bits, fold, contractions)
-        return off if cls is None else (cls, build_o200k_table(dmax, contractions))
+        if cls is None:
+            return np.zeros(1, dtype=np.uint8), off, off
+        return cls, build_o200k_table(dmax, contractions), off
     if family not in FAMILIES:
-        return off
+        return np.zeros(1, dtype=np.uint8), off, off
     dmax, marks = FAMILIES[family]
     cls = build_classes(bits, fold, marks)
     if cls is None:
-        return off
-    return cls, build_table(dmax)
+        return np.zeros(1, dtype=np.uint8), off, off
+    table = build_table(dmax)
+    return cls, table, build_pairs(table)
+
+
+def build_pairs(table: np.ndarray) -> np.ndarray:
+    """The single table composed with itself: one entry per state and pair of classes
+    (both below 16), PSLOW where either step has a flag other than E0."""
+    t = table.reshape(-1, COLS)
+    ncls = 1 << PAIR_SHIFT
+    a = np.arange(ncls)[:, None]
+    b = np.arange(ncls)[None, :]
+    out = np.empty((t.shape[0], ncls, ncls), dtype=np.int32)
+    for s in range(t.shape[0]):
+        x1 = t[s, :ncls][a]  # (ncls, 1)
+        x2 = t.reshape(-1)[(x1 & ~(COLS - 1)) + b]  # the second step, from x1's state
+        slow = ((x1 | x2) & (COLS - 1 - E0)) != 0  # E1, EP, DEFER or E2
+        fast = (x2 & ~(COLS - 1)) | np.where(x1 & E0, P0, 0) | np.where(x2 & E0, P1, 0)
+        out[s] = np.where(slow, PSLOW, fast)
+    return out.reshape(-1)
 
 
 # --- o200k (gpt-oss) and tekken ---------------------------------------------------------------

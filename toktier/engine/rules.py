@@ -115,10 +115,12 @@ class BpeTables(NamedTuple):
     nbytes: np.ndarray  # int64: byte length of each token
     smap: np.ndarray  # the read-only short-piece map (cpu.build_short_map)
     # The pre-tokenizer as an automaton (``pretok_dfa``), read by ``pretokenize_range``
-    # in the piece loop: uint8 class per code point and the transition table; one-element
-    # arrays where it is off (other families; the GPU, certified with the family matchers).
+    # in the piece loop: uint8 class per code point, the transition table and the table of
+    # two characters a read; one-element arrays where it is off (other families; the GPU,
+    # certified with the family matchers; the pair table for o200k and tekken).
     pre_classes: np.ndarray
     pre_table: np.ndarray
+    pre_pairs: np.ndarray
     direct: bool = False  # priorities are merged id << PRIO_GROUP_BITS | g (tables.direct_priorities)
 
 
@@ -485,17 +487,29 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None):
         return n
 
     @jit
-    def dfa_segment(cps, fl, fold, family, classes, table, lo, hi, ends, n):
+    def dfa_segment(cps, fl, fold, family, classes, table, pairs, lo, hi, ends, n):
         """``pretokenize_segment`` as an automaton (``pretok_dfa``): one table load per
-        character, boundaries written without a branch (the slot is written every time,
-        the count moves when the entry says so).  Only the rare entries branch: boundaries
-        behind the character (a whitespace run's end, a failed contraction) and DEFER, where
-        the family's matcher takes the pieces from the last boundary on (o200k's words with
+        character -- or per two, from ``pairs`` where it has more than one entry --
+        boundaries written without a branch (the slot is written every time, the count
+        moves when the entry says so).  Only the rare entries branch: boundaries behind the
+        character (a whitespace run's end, a failed contraction) and DEFER, where the
+        family's matcher takes the pieces from the last boundary on (o200k's words with
         Lm/Lo/M characters), until a piece ends before an ASCII character."""
         n0 = n
         st = 0
         i = lo
+        two = pairs.size > 1
         while i < hi:
+            if two and i + 1 < hi:  # two characters in one read, unless a step has flags
+                y = pairs[(st << 3) + (classes[cps[i]] << 4) + classes[cps[i + 1]]]
+                if (y & 4) == 0:
+                    ends[n] = i
+                    n += y & 1
+                    ends[n] = i + 1
+                    n += (y >> 1) & 1
+                    st = y & ~31
+                    i += 2
+                    continue
             x = table[st + classes[cps[i]]]
             if x & 30:
                 n = boundaries_behind(cps, x, i, ends, n)
@@ -527,8 +541,8 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None):
         """The piece loop's pre-tokenizer: the automaton where ``bt`` carries one, else the
         family's matcher (the same ends: ``tests/test_pretok_dfa.py``)."""
         if bt.pre_table.size > 1:
-            return dfa_segment(cps, fl, fold, family, bt.pre_classes, bt.pre_table, lo, hi,
-                               ends, n)  # fmt: skip
+            return dfa_segment(cps, fl, fold, family, bt.pre_classes, bt.pre_table, bt.pre_pairs,
+                               lo, hi, ends, n)  # fmt: skip
         return pretokenize_segment(cps, fl, fold, lo, hi, family, ends, n)
 
     # --- hash tables ----------------------------------------------------------------------

@@ -10,6 +10,9 @@ decoded slice), the whole one-thread ``encode_ids`` warm (the slice encoded once
 and with empty piece caches, the arms alternated (which goes first flips per slice),
 outputs checked equal.  Run it with nothing else on the machine.
 Usage: ``.venv/bin/python tools/engine-experiments/pretok_automaton_ab.py llama3 qwen3 ...``.
+
+``--pairs`` (2026-11-27, later): the automaton one character a read (its pair table
+replaced by a one-element array) against two characters a read (``pretok_dfa.build_pairs``).
 """
 
 import sys
@@ -27,8 +30,8 @@ pretokenize_segment = cpu.RULES.pretokenize_segment
 
 
 @numba.njit(cache=False)
-def _stage_dfa(cps, fl, fold, family, n, classes, table, ends):
-    return dfa_segment(cps, fl, fold, family, classes, table, 0, n, ends, 0)
+def _stage_dfa(cps, fl, fold, family, n, classes, table, pairs, ends):
+    return dfa_segment(cps, fl, fold, family, classes, table, pairs, 0, n, ends, 0)
 
 
 @numba.njit(cache=False)
@@ -42,12 +45,17 @@ def _ms(fn, *args, **kw):
     return (time.perf_counter() - t0) * 1e3, out
 
 
-def run(name: str, kinds=E.KINDS, samples: int = 8, chars: int = 1_000_000) -> None:
+def run(name: str, kinds=E.KINDS, samples: int = 8, chars: int = 1_000_000,
+        pairs: bool = False) -> None:  # fmt: skip
     tok = load(name)
     eng = cpu.engine_for(tok)
     eng.warmup()
     new = eng.bpe
-    old = new._replace(pre_table=np.zeros(1, np.int32), pre_classes=np.zeros(1, np.uint8))
+    if pairs:  # the baseline ("matcher" below) reads one character at a time
+        old = new._replace(pre_pairs=np.zeros(1, np.int32))
+    else:
+        old = new._replace(pre_table=np.zeros(1, np.int32), pre_classes=np.zeros(1, np.uint8),
+                           pre_pairs=np.zeros(1, np.int32))  # fmt: skip
     t = eng.tables
     texts = E.corpora()
     for kind in kinds:
@@ -65,18 +73,9 @@ def run(name: str, kinds=E.KINDS, samples: int = 8, chars: int = 1_000_000) -> N
             outs = {}
             for arm, bt in arms if i % 2 == 0 else arms[::-1]:
                 eng.bpe = bt
-                if arm == "automaton":
-                    ms, m = _ms(
-                        _stage_dfa,
-                        cps,
-                        fl,
-                        t.fold,
-                        t.family_code,
-                        n,
-                        bt.pre_classes,
-                        bt.pre_table,
-                        ends,
-                    )
+                if arm == "automaton" or pairs:
+                    ms, m = _ms(_stage_dfa, cps, fl, t.fold, t.family_code, n, bt.pre_classes,
+                                bt.pre_table, bt.pre_pairs, ends)  # fmt: skip
                 else:
                     ms, m = _ms(_stage_matcher, cps, fl, t.fold, t.family_code, n, ends)
                 res["stage"][arm].append(ms)
@@ -102,5 +101,6 @@ def run(name: str, kinds=E.KINDS, samples: int = 8, chars: int = 1_000_000) -> N
 
 
 if __name__ == "__main__":
-    for name in sys.argv[1:] or ["llama3", "qwen3"]:
-        run(name)
+    names = [a for a in sys.argv[1:] if not a.startswith("--")]
+    for name in names or ["llama3", "qwen3"]:
+        run(name, pairs="--pairs" in sys.argv)
