@@ -55,11 +55,11 @@ LETTERS = (K_L, K_LS, K_LR, K_LL, K_LE)
 # two back (E2), after the whitespace run's last CR/LF (EP); DEFER: the family's matcher
 # takes over from the last boundary (a case the automaton does not model).
 E0, E1, EP, DEFER, E2 = 1, 2, 4, 8, 16
-# The pair table (``build_pairs``): a state's row has PAIR_COLS columns, (a << 4) | b for the
-# classes a, b of two characters; an entry is the state after both (its single-table row
-# offset, state * COLS) | P0 (a boundary before the first) | P1 (before the second), or
+# The pair table (``build_pairs``): a state's row has PAIR_COLS columns, (a << 5) | b for the
+# classes a, b of two characters; an entry (int16) is the state after both (its single-table
+# row offset, state * COLS) | P0 (a boundary before the first) | P1 (before the second), or
 # PSLOW: take one step with the single table instead.
-PAIR_SHIFT = 4
+PAIR_SHIFT = 5
 PAIR_COLS = 1 << (2 * PAIR_SHIFT)
 P0, P1, PSLOW = 1, 2, 4
 FAMILIES = {rules.F_CL100K: (3, False), rules.F_QWEN: (1, False), rules.F_QWEN_LM: (1, True)}
@@ -204,26 +204,28 @@ def build(family: int, bits: np.ndarray, fold: np.ndarray) -> tuple[np.ndarray, 
         dmax, contractions = O200K_FAMILIES[family]
         cls = build_o200k_classes(bits, fold, contractions)
         if cls is None:
-            return np.zeros(1, dtype=np.uint8), off, off
-        return cls, build_o200k_table(dmax, contractions), off
+            return np.zeros(1, dtype=np.uint8), off, np.zeros(1, dtype=np.int16)
+        table = build_o200k_table(dmax, contractions)
+        return cls, table, build_pairs(table)
     if family not in FAMILIES:
-        return np.zeros(1, dtype=np.uint8), off, off
+        return np.zeros(1, dtype=np.uint8), off, np.zeros(1, dtype=np.int16)
     dmax, marks = FAMILIES[family]
     cls = build_classes(bits, fold, marks)
     if cls is None:
-        return np.zeros(1, dtype=np.uint8), off, off
+        return np.zeros(1, dtype=np.uint8), off, np.zeros(1, dtype=np.int16)
     table = build_table(dmax)
     return cls, table, build_pairs(table)
 
 
 def build_pairs(table: np.ndarray) -> np.ndarray:
     """The single table composed with itself: one entry per state and pair of classes
-    (both below 16), PSLOW where either step has a flag other than E0."""
+    (both below 32), PSLOW where either step has a flag other than E0."""
     t = table.reshape(-1, COLS)
     ncls = 1 << PAIR_SHIFT
     a = np.arange(ncls)[:, None]
     b = np.arange(ncls)[None, :]
-    out = np.empty((t.shape[0], ncls, ncls), dtype=np.int32)
+    out = np.empty((t.shape[0], ncls, ncls), dtype=np.int16)
+    assert t.shape[0] * COLS < 1 << 15  # a row offset fits an int16
     for s in range(t.shape[0]):
         x1 = t[s, :ncls][a]  # (ncls, 1)
         x2 = t.reshape(-1)[(x1 & ~(COLS - 1)) + b]  # the second step, from x1's state

@@ -501,7 +501,7 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None):
         two = pairs.size > 1
         while i < hi:
             if two and i + 1 < hi:  # two characters in one read, unless a step has flags
-                y = pairs[(st << 3) + (classes[cps[i]] << 4) + classes[cps[i + 1]]]
+                y = pairs[((st + classes[cps[i]]) << 5) + classes[cps[i + 1]]]
                 if (y & 4) == 0:
                     ends[n] = i
                     n += y & 1

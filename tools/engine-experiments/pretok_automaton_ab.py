@@ -52,10 +52,10 @@ def run(name: str, kinds=E.KINDS, samples: int = 8, chars: int = 1_000_000,
     eng.warmup()
     new = eng.bpe
     if pairs:  # the baseline ("matcher" below) reads one character at a time
-        old = new._replace(pre_pairs=np.zeros(1, np.int32))
+        old = new._replace(pre_pairs=np.zeros(1, np.int16))
     else:
         old = new._replace(pre_table=np.zeros(1, np.int32), pre_classes=np.zeros(1, np.uint8),
-                           pre_pairs=np.zeros(1, np.int32))  # fmt: skip
+                           pre_pairs=np.zeros(1, np.int16))  # fmt: skip
     t = eng.tables
     texts = E.corpora()
     for kind in kinds:

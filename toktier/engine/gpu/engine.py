@@ -218,7 +218,7 @@ class GpuEngine:
             # the family matchers, as certified on GPUs (the automaton is the CPU's, for now)
             pre_classes=d(np.zeros(1, dtype=np.uint8)),
             pre_table=d(np.zeros(1, dtype=np.int32)),
-            pre_pairs=d(np.zeros(1, dtype=np.int32)),
+            pre_pairs=d(np.zeros(1, dtype=np.int16)),
             direct=bool(t.direct_merged),
         )
 
