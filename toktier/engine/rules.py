@@ -501,7 +501,8 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None):
         two = pairs.size > 1
         while i < hi:
             if two and i + 1 < hi:  # two characters in one read, unless a step has flags
-                y = pairs[((st + classes[cps[i]]) << 5) + classes[cps[i + 1]]]
+                # int(): a narrow class or state shifted left must not wrap (simulator)
+                y = pairs[((int(st) + int(classes[cps[i]])) << 5) + int(classes[cps[i + 1]])]
                 if (y & 4) == 0:
                     ends[n] = i
                     n += y & 1
