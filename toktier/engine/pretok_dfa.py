@@ -31,9 +31,11 @@ Two characters a read (``build_pairs``): the table read is a chain -- the next s
 needed before the next read -- so one read per character costs a load's latency per
 character.  A second table, the single one composed with itself, answers two characters
 in one read where neither step places a boundary behind or defers (the common case: the
-two "boundary before" bits come with it); otherwise the single table takes one step.  The
-cl100k lineage's eleven classes give 16 x 16 columns a state (21 KB); o200k's eighteen
-would not fit the core's first cache, and it keeps one read a character.
+two "boundary before" bits come with it); otherwise the single table takes one step.  A
+state's row holds 32 x 32 two-byte entries (any two classes: the cl100k lineage's eleven,
+o200k's eighteen), 45-49 KB a table, of which the rows of classes that occur (15-27 KB) are
+read: 1.25-1.55x faster than one read a character, 1.06-1.11x a whole one-thread encode
+(``results/runs/engine-ab/pretok-pairs.txt``).
 
 The automata are tested against the matchers on every short string over each class and on
 adversarial strings (``tests/test_pretok_dfa.py``) and certified inside the engine's campaigns.
@@ -196,9 +198,8 @@ def build_classes(bits: np.ndarray, fold: np.ndarray, marks: bool) -> np.ndarray
 
 
 def build(family: int, bits: np.ndarray, fold: np.ndarray) -> tuple[np.ndarray, ...]:
-    """(classes, table, pairs) for ``rules.dfa_segment``; one-element arrays where they are
-    off: all three for other families (``rules.pretokenize_range`` uses the family's
-    matcher), the pair table for o200k and tekken."""
+    """(classes, table, pairs) for ``rules.dfa_segment``; three one-element arrays (the
+    automaton off: ``rules.pretokenize_range`` uses the family's matcher) for other families."""
     off = np.zeros(1, dtype=np.int32)
     if family in O200K_FAMILIES:
         dmax, contractions = O200K_FAMILIES[family]

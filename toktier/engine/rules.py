@@ -116,8 +116,8 @@ class BpeTables(NamedTuple):
     smap: np.ndarray  # the read-only short-piece map (cpu.build_short_map)
     # The pre-tokenizer as an automaton (``pretok_dfa``), read by ``pretokenize_range``
     # in the piece loop: uint8 class per code point, the transition table and the table of
-    # two characters a read; one-element arrays where it is off (other families; the GPU,
-    # certified with the family matchers; the pair table for o200k and tekken).
+    # two characters a read (int16); one-element arrays where it is off (other families; the
+    # GPU, certified with the family matchers).
     pre_classes: np.ndarray
     pre_table: np.ndarray
     pre_pairs: np.ndarray
@@ -501,6 +501,7 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None):
         two = pairs.size > 1
         while i < hi:
             if two and i + 1 < hi:  # two characters in one read, unless a step has flags
+                # (pretok_dfa: row (st << 5) + (class << 5 | class); bits P0 1, P1 2, PSLOW 4).
                 # int(): a narrow class or state shifted left must not wrap (simulator)
                 y = pairs[((int(st) + int(classes[cps[i]])) << 5) + int(classes[cps[i + 1]])]
                 if (y & 4) == 0:
