@@ -200,22 +200,18 @@ def build_classes(bits: np.ndarray, fold: np.ndarray, marks: bool) -> np.ndarray
 def build(family: int, bits: np.ndarray, fold: np.ndarray) -> tuple[np.ndarray, ...]:
     """(classes, table, pairs) for ``rules.dfa_segment``; three one-element arrays (the
     automaton off: ``rules.pretokenize_range`` uses the family's matcher) for other families."""
-    off = np.zeros(1, dtype=np.int32)
+    off = (np.zeros(1, dtype=np.uint8), np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int16))
     if family in O200K_FAMILIES:
         dmax, contractions = O200K_FAMILIES[family]
         cls = build_o200k_classes(bits, fold, contractions)
-        if cls is None:
-            return np.zeros(1, dtype=np.uint8), off, np.zeros(1, dtype=np.int16)
-        table = build_o200k_table(dmax, contractions)
-        return cls, table, build_pairs(table)
-    if family not in FAMILIES:
-        return np.zeros(1, dtype=np.uint8), off, np.zeros(1, dtype=np.int16)
-    dmax, marks = FAMILIES[family]
-    cls = build_classes(bits, fold, marks)
-    if cls is None:
-        return np.zeros(1, dtype=np.uint8), off, np.zeros(1, dtype=np.int16)
-    table = build_table(dmax)
-    return cls, table, build_pairs(table)
+        table = None if cls is None else build_o200k_table(dmax, contractions)
+    elif family in FAMILIES:
+        dmax, marks = FAMILIES[family]
+        cls = build_classes(bits, fold, marks)
+        table = None if cls is None else build_table(dmax)
+    else:
+        return off
+    return off if table is None else (cls, table, build_pairs(table))
 
 
 def build_pairs(table: np.ndarray) -> np.ndarray:
@@ -227,9 +223,10 @@ def build_pairs(table: np.ndarray) -> np.ndarray:
     b = np.arange(ncls)[None, :]
     out = np.empty((t.shape[0], ncls, ncls), dtype=np.int16)
     assert t.shape[0] * COLS < 1 << 15  # a row offset fits an int16
+    flat = t.reshape(-1)
     for s in range(t.shape[0]):
         x1 = t[s, :ncls][a]  # (ncls, 1)
-        x2 = t.reshape(-1)[(x1 & ~(COLS - 1)) + b]  # the second step, from x1's state
+        x2 = flat[(x1 & ~(COLS - 1)) + b]  # the second step, from x1's state
         slow = ((x1 | x2) & (COLS - 1 - E0)) != 0  # E1, EP, DEFER or E2
         fast = (x2 & ~(COLS - 1)) | np.where(x1 & E0, P0, 0) | np.where(x2 & E0, P1, 0)
         out[s] = np.where(slow, PSLOW, fast)
