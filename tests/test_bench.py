@@ -268,12 +268,17 @@ def test_gpu_report_draws_real_gpu_runs_only(tmp_path):
     (runs / "engine-gpu" / "llama3.json").write_text(json.dumps(cert))
     cert_sm = cert | {"gpu_options": {"short_map": True, "batch_graphs": None}}
     (runs / "engine-gpu" / "llama3-short-map.json").write_text(json.dumps(cert_sm))
+    # since the map became the default, the engine's own statistics say what ran
+    stats = {"engine_stats": {"short_map": True}}
+    cert_dflt = cert | {"results": [cert["results"][0] | stats], "gpu_options": {"short_map": None}}
+    (runs / "engine-gpu" / "qwen3.json").write_text(json.dumps(cert_dflt))
     out = gpu_report.write_gpu_report(tmp_path)
     assert set(out["latency"].file) == {"gpu-a.json"}
     assert set(out["latency"].commit) == {"0123456+dirty"} and len(out["latency"]) == 4
-    assert out["certification"].commit.tolist() == ["abcdef0", "abcdef0"]
-    # files sorted: the short-map record first; a record without options ran without the map
-    assert out["certification"].short_map.tolist() == [True, False]
+    assert out["certification"].commit.tolist() == ["abcdef0"] * 3
+    # files sorted: the short-map record first; a record without options or statistics ran
+    # without the map; one whose engine says it had the map (the default) ran with it
+    assert out["certification"].short_map.tolist() == [True, False, True]
     assert "examples" not in out["certification"]
     assert (tmp_path / "figures" / "full-tokenization-gpu.png").stat().st_size > 10_000
     assert (tmp_path / "tables" / "gpu-tail.csv").read_text().count("\n") == 5

@@ -45,9 +45,10 @@ def test_bench_gpu_smoke_run_under_the_simulator(tmp_path, trajectory_archive):
     assert rec["gpu"]["device"] == "cudasim" and "cpu" in rec["machine"]
     methods = {r["method"] for r in rec["latency"]}
     assert {"toktier GPU, arrays", "toktier GPU, list", "toktier GPU, export",
-            "toktier GPU, arrays, with short map"} <= methods  # fmt: skip
-    # the A/B's engine timed on the same texts, checked against the reference
-    ab = [r for r in rec["latency"] if r["method"].endswith("with short map")]
+            "toktier GPU, arrays, without short map"} <= methods  # fmt: skip
+    # the A/B's engine (the map is the default, so the other one merges every piece) timed
+    # on the same texts, checked against the reference
+    ab = [r for r in rec["latency"] if r["method"].endswith("without short map")]
     base = [r for r in rec["latency"] if r["method"] == "toktier GPU, arrays"]
     assert [(r["chars"], r["sample"]) for r in ab] == [(r["chars"], r["sample"]) for r in base]
     assert all(r["exact"] and r["host_syncs"] == 1 for r in ab)
@@ -89,11 +90,12 @@ def test_profile_gpu_refuses_without_a_gpu_and_runs_under_the_simulator(tmp_path
     proc = _profile_cli(["--allow-simulator", "--out", str(out)], sim=True)
     assert proc.returncode == 2 and "--smoke" in proc.stderr, proc.stderr
     proc = _profile_cli(["--allow-simulator", "--smoke", "--quiet", "--tokenizers", "llama3",
-                         "--short-map", "--out", str(out)], sim=True)  # fmt: skip
+                         "--no-short-map", "--out", str(out)], sim=True)  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     rec = json.loads(out.read_text())
     assert rec["kind"] == "gpu-profile" and rec["device"] == "cudasim"
-    assert rec["parameters"]["short_map"] is True
+    assert rec["parameters"]["short_map"] is False  # the default (on) turned off
+    assert not any(r["short_map"] for r in rec["rows"])
     assert [r["request"].split(" ")[0] for r in rec["rows"]] == ["batch", "single"]
     for r in rec["rows"]:
         names = {k["kernel"] for k in r["kernels"]}

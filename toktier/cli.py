@@ -172,7 +172,7 @@ def _cmd_certify_engine(args) -> int:
         gpu_options = {"batch": args.batch, "max_synthetic": args.max_synthetic,
                        "single_limit": args.single_limit, "cut_limit": args.cut_limit,
                        "batch_graphs": args.batch_graphs, "short_map": args.short_map}  # fmt: skip
-    elif args.batch_graphs is not None or args.short_map or any(
+    elif args.batch_graphs is not None or args.short_map is not None or any(
         v is not None for v in (args.max_synthetic, args.single_limit, args.cut_limit)
     ):
         raise ToktierError(
@@ -630,8 +630,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--batch-graphs", action=argparse.BooleanOptionalAction, default=None,
                    help="gpu: batches replay CUDA graphs (default: on; --no-batch-graphs for eager "
                    "batches)")  # fmt: skip
-    s.add_argument("--short-map", action="store_true",
-                   help="gpu: the short-piece map on the device (not yet the default)")  # fmt: skip
+    s.add_argument("--short-map", action=argparse.BooleanOptionalAction, default=None,
+                   help="gpu: the short-piece map on the device (default: on for byte-level BPE; "
+                   "--no-short-map merges every piece)")  # fmt: skip
     s.set_defaults(func=_cmd_certify_engine)
 
     s = sub.add_parser(
@@ -726,8 +727,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--allow-simulator", action="store_true",
                    help="permit a run under NUMBA_ENABLE_CUDASIM=1 (smoke only)")  # fmt: skip
     s.add_argument("--smoke", action="store_true", help="tiny corpora (with --allow-simulator)")
-    s.add_argument("--short-map", action="store_true",
-                   help="profile the engine with the short-piece map on the device")  # fmt: skip
+    s.add_argument("--short-map", action=argparse.BooleanOptionalAction, default=None,
+                   help="the short-piece map on the device (default: on for byte-level BPE)")  # fmt: skip
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=_cmd_profile_gpu)
 

@@ -79,21 +79,24 @@ def test_chain_matches_the_reference(name, engine):
 
 @pytest.mark.parametrize("name", ["llama3", "gpt-oss"])
 def test_short_map_on_the_device_matches_the_reference_and_is_read(name, engine):
-    """``GpuEngine(short_map=True)``: pieces that are whole tokens come from the CPU engine's
-    short-piece map instead of the merges -- the same IDs and spans; and the map is really
-    read: an engine whose map gives one short piece a wrong token emits it."""
+    """The short-piece map on the device (the default for byte-level BPE): pieces that are
+    whole tokens come from the CPU engine's map instead of the merges -- the same IDs and
+    spans as the reference, with the map and without it (``short_map=False``, every piece
+    merged); and the map is really read: an engine whose map gives one short piece a wrong
+    token emits it."""
     from toktier.engine import gpu
     from toktier.engine.cpu import CpuEngine
 
     base = engine(name)
     tok = base.tokenizer
-    eng = gpu.GpuEngine(tok, short_map=True, cpu=base._cpu)
-    assert eng.short_map and eng.stats()["short_map"] and not base.short_map
+    off = gpu.GpuEngine(tok, short_map=False, cpu=base._cpu)
+    assert base.short_map and base.stats()["short_map"] and not off.stats()["short_map"]
     docs, _ = documents(tok)
-    for doc, (ids, s, e) in zip(docs, eng.encode_batch(docs), strict=True):
-        check_ids(tok, doc, ids, s, e, "short map")
+    for eng, label in ((base, "short map"), (off, "no short map")):
+        for doc, (ids, s, e) in zip(docs, eng.encode_batch(docs), strict=True):
+            check_ids(tok, doc, ids, s, e, label)
     text = " hello world"
-    ids, s, e = eng.encode(text)
+    ids, s, e = base.encode(text)
     check_ids(tok, text, ids, s, e, "short map single")
     # corrupt the entry of " hello" (a whole token of both vocabularies) in a copy of the map
     smap = base._cpu.bpe.smap.copy()

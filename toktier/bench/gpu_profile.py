@@ -173,9 +173,10 @@ def profile_request(eng, name: str, fn, nbytes: int, repeats: int, *, host_top: 
 
 def run(tokenizers: list[str], *, corpus_chars: int = CORPUS_CHARS, repeats: int = 3,
         sources=("stdlib", "trajectories", "pycountry"), allow_simulator: bool = False,
-        progress: bool = True, short_map: bool = False) -> dict:  # fmt: skip
+        progress: bool = True, short_map: bool | None = None) -> dict:  # fmt: skip
     """The profile record: per tokenizer, corpus and request shape (batch, joined single);
-    ``short_map``: the engine with the short-piece map on the device."""
+    ``short_map``: the engine with the short-piece map on the device or not (None: the
+    engine's default, on for byte-level BPE); the record names what ran."""
     from ..engine.gpu import GpuEngine, tune_simulator
     from ..registry import load
 
@@ -206,7 +207,7 @@ def run(tokenizers: list[str], *, corpus_chars: int = CORPUS_CHARS, repeats: int
             for shape, fn in shapes:
                 row = profile_request(eng, shape, fn, nbytes, repeats)
                 record["rows"].append({"tokenizer": name, "corpus": corpus, "docs": len(docs),
-                                       **row})  # fmt: skip
+                                       "short_map": eng.short_map, **row})  # fmt: skip
                 if progress:
                     print(f"{name} {corpus:12s} {shape:16s} wall {row['wall_ms']:8.2f} ms, "
                           f"kernels {row['kernel_ms']:8.2f} ms", flush=True)  # fmt: skip

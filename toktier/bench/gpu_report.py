@@ -67,6 +67,16 @@ def gpu_tables(runs: list[dict]) -> dict[str, pd.DataFrame]:
     }
 
 
+def ran_with_short_map(rec: dict, result: dict) -> bool:
+    """Whether a GPU campaign's engine had the short-piece map on: its own statistics say so
+    (since the map became the default, an option left unset means on); records older than
+    those statistics ran with it only when asked (``gpu_options``)."""
+    stats = result.get("engine_stats") or {}
+    if "short_map" in stats:
+        return bool(stats["short_map"])
+    return bool(rec.get("gpu_options", {}).get("short_map"))
+
+
 def gpu_certification(cert_dir: Path) -> pd.DataFrame:
     """One row per ``certify-engine --device gpu`` record in ``cert_dir`` (counts, divergences;
     ``short_map``: the engine ran with the short-piece map on the device)."""
@@ -78,7 +88,7 @@ def gpu_certification(cert_dir: Path) -> pd.DataFrame:
         for r in rec["results"]:
             keep = {k: v for k, v in r.items() if not isinstance(v, (dict, list))}
             rows.append(keep | {"gpu": rec["gpu"]["gpu"],
-                                "short_map": bool(rec.get("gpu_options", {}).get("short_map")),
+                                "short_map": ran_with_short_map(rec, r),
                                 "commit": short_commit(rec["machine"])})  # fmt: skip
     return pd.DataFrame(rows)
 

@@ -153,14 +153,15 @@ def run_gpu_campaign(
     cut_limit: int | None = None,
     engine=None,
     batch_graphs: bool | None = None,
-    short_map: bool = False,
+    short_map: bool | None = None,
 ) -> GpuCertification:
     """Split- and ID-level certification of the GPU engine for one tokenizer.
 
     ``max_synthetic`` / ``single_limit`` / ``cut_limit`` thin the campaign for
     simulator smoke runs (None: everything, as on a GPU); ``batch_graphs`` certifies the
     engine with its batches replayed as CUDA graphs or not (None: the engine's default);
-    ``short_map`` with the short-piece map on the device (``GpuEngine(short_map=True)``).
+    ``short_map`` with the short-piece map on the device or not (None: the engine's default,
+    on for byte-level BPE).
     """
     from ..engine.gpu import GpuEngine
 

@@ -3,7 +3,7 @@
 # lease): pinned wheels into .whl/, xz-compressed tokenizer files and the trajectory archive
 # into .dev/ (both git-ignored, carried to the machine), and a default plan.
 # Usage, from the repo root after `toktier build` and `toktier fetch-data mini-swe-agent`:
-#   tools/gpu-lease/prepare.sh llama3 qwen3 mistral-sp-v3
+#   tools/gpu-lease/prepare.sh qwen3 llama3
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 names=("${@:-llama3 qwen3}")
@@ -22,15 +22,17 @@ done
 cp data/build/archives/mini-swe-agent-gemini3-swebench-verified.tar.xz .dev/
 [ -e .dev/plan.sh ] || cat > .dev/plan.sh <<'PLAN'
 # step NAME CAP_SECONDS command...   (each step gets what is left of BUDGET, capped)
-# The short-piece map on the device: certified at 37b2bd9 (H200) for qwen3, llama3, gpt-oss and
-# tekken; these three campaigns are what a default of short_map=True for byte-level BPE needs.
-# Run as: tools/gpu-lease/prepare.sh deepseek-v4 cl100k qwen3.6 qwen3
-for n in deepseek-v4 cl100k qwen3.6; do
-  step cert-$n 150 python3 -m toktier certify-engine $n --device gpu --short-map \
-      --chars 1000000 --quiet --out $OUT/engine-gpu-$n-short-map.json
+# The short-piece map is the GPU default since 2026-11-27 (all seven byte-level tokenizers
+# certified with it).  Next: the A/B of the default engine against --no-short-map with five
+# samples a size (the H200's had three), then the host profile of a single request.  A fresh
+# machine compiles every CPU and GPU function in its first step: give that step room.
+# Run as: tools/gpu-lease/prepare.sh qwen3 llama3
+for n in qwen3 llama3; do
+  step bench-$n 240 python3 -m toktier bench-gpu --tokenizers $n --short-map-ab \
+      --samples 5 --tail-samples 100 --quiet --out $OUT/gpu-bench-$n.json
 done
-step bench-qwen3 150 python3 -m toktier bench-gpu --tokenizers qwen3 --short-map-ab \
-    --samples 5 --tail-samples 100 --quiet --out $OUT/gpu-bench-qwen3.json
+step profile-qwen3 120 python3 -m toktier profile-gpu --tokenizers qwen3 --quiet \
+    --out $OUT/profile-qwen3.json
 PLAN
 du -sh .whl .dev
 echo "Untrack results/ for the transfer (64 MiB limit), run, then restore:"
