@@ -269,7 +269,7 @@ def test_gpu_report_draws_real_gpu_runs_only(tmp_path):
     cert_sm = cert | {"gpu_options": {"short_map": True, "batch_graphs": None}}
     (runs / "engine-gpu" / "llama3-short-map.json").write_text(json.dumps(cert_sm))
     # since the map became the default, the engine's own statistics say what ran
-    stats = {"engine_stats": {"short_map": True}}
+    stats = {"engine_stats": {"short_map": True, "units": True}}
     cert_dflt = cert | {"results": [cert["results"][0] | stats], "gpu_options": {"short_map": None}}
     (runs / "engine-gpu" / "qwen3.json").write_text(json.dumps(cert_dflt))
     out = gpu_report.write_gpu_report(tmp_path)
@@ -279,6 +279,7 @@ def test_gpu_report_draws_real_gpu_runs_only(tmp_path):
     # files sorted: the short-map record first; a record without options or statistics ran
     # without the map; one whose engine says it had the map (the default) ran with it
     assert out["certification"].short_map.tolist() == [True, False, True]
+    assert out["certification"]["units"].tolist() == [False, False, True]  # 16-bit uploads
     assert "examples" not in out["certification"]
     assert (tmp_path / "figures" / "full-tokenization-gpu.png").stat().st_size > 10_000
     assert (tmp_path / "tables" / "gpu-tail.csv").read_text().count("\n") == 5

@@ -37,7 +37,8 @@ def test_bench_gpu_refuses_without_a_gpu(tmp_path):
 
 def test_bench_gpu_smoke_run_under_the_simulator(tmp_path, trajectory_archive):
     out = tmp_path / "gpu.json"
-    args = ["--allow-simulator", "--smoke", "--quiet", "--tokenizers", "llama3", "--short-map-ab"]
+    args = ["--allow-simulator", "--smoke", "--quiet", "--tokenizers", "llama3", "--short-map-ab",
+            "--units-ab"]  # fmt: skip
     proc = _cli([*args, "--archive", str(trajectory_archive), "--out", str(out)], sim=True)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     rec = json.loads(out.read_text())
@@ -52,6 +53,10 @@ def test_bench_gpu_smoke_run_under_the_simulator(tmp_path, trajectory_archive):
     base = [r for r in rec["latency"] if r["method"] == "toktier GPU, arrays"]
     assert [(r["chars"], r["sample"]) for r in ab] == [(r["chars"], r["sample"]) for r in base]
     assert all(r["exact"] and r["host_syncs"] == 1 for r in ab)
+    # the upload A/B likewise (16-bit for non-ASCII texts: ``units`` says which ran)
+    up = [r for r in rec["latency"] if r["method"] == "toktier GPU, arrays, 16-bit upload"]
+    assert [(r["chars"], r["sample"]) for r in up] == [(r["chars"], r["sample"]) for r in base]
+    assert all(r["exact"] for r in up) and not any(r["units"] for r in base)
     assert {r["short_map"] for r in rec["throughput"]} == {False, True}
     assert all(r["exact"] for r in rec["latency"] if r["method"].startswith("toktier"))
     assert {(r["corpus"], r["mode"]) for r in rec["throughput"]} >= {

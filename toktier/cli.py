@@ -171,13 +171,14 @@ def _cmd_certify_engine(args) -> int:
         tune_simulator()
         gpu_options = {"batch": args.batch, "max_synthetic": args.max_synthetic,
                        "single_limit": args.single_limit, "cut_limit": args.cut_limit,
-                       "batch_graphs": args.batch_graphs, "short_map": args.short_map}  # fmt: skip
-    elif args.batch_graphs is not None or args.short_map is not None or any(
+                       "batch_graphs": args.batch_graphs, "short_map": args.short_map,
+                       "units": args.units}  # fmt: skip
+    elif args.batch_graphs is not None or args.short_map is not None or args.units or any(
         v is not None for v in (args.max_synthetic, args.single_limit, args.cut_limit)
     ):
         raise ToktierError(
-            "--max-synthetic/--single-limit/--cut-limit/--batch-graphs/--short-map apply to "
-            "--device gpu"
+            "--max-synthetic/--single-limit/--cut-limit/--batch-graphs/--short-map/--units "
+            "apply to --device gpu"
         )
     results = []
     for name in names:
@@ -320,6 +321,7 @@ def _cmd_profile_gpu(args) -> int:
     if args.smoke:  # a few tiny documents: proves the script runs (simulator CI), times nothing
         opts = {"corpus_chars": 400, "repeats": 1, "sources": ("stdlib",)}
     opts["short_map"] = args.short_map
+    opts["units"] = args.units
     record = gpu_profile.run(args.tokenizers, allow_simulator=args.allow_simulator,
                              progress=not args.quiet, **opts)  # fmt: skip
     out = Path(args.out or f"results/runs/gpu-profile/profile-{socket.gethostname()}.json")
@@ -344,6 +346,7 @@ def _cmd_bench_gpu(args) -> int:
         "tail_samples": args.tail_samples, "corpus_chars": args.corpus_chars,
         "repeats": args.repeats, "cpu": not args.no_cpu, "contention_procs": args.contention_procs,
         "batch_graphs_ab": args.batch_graphs_ab, "short_map_ab": args.short_map_ab,
+        "units_ab": args.units_ab,
     }  # fmt: skip
     if args.smoke:  # a few tiny texts: proves the script runs (simulator CI), times nothing
         opts |= {
@@ -633,6 +636,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--short-map", action=argparse.BooleanOptionalAction, default=None,
                    help="gpu: the short-piece map on the device (default: on for byte-level BPE; "
                    "--no-short-map merges every piece)")  # fmt: skip
+    s.add_argument("--units", action="store_true",
+                   help="gpu: non-ASCII requests uploaded as 16-bit characters, their UTF-8 "
+                   "written on the device (not yet the default)")  # fmt: skip
     s.set_defaults(func=_cmd_certify_engine)
 
     s = sub.add_parser(
@@ -711,6 +717,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--short-map-ab", action="store_true",
                    help="single requests (arrays) and throughput again with the other "
                    "short-map setting of the GPU engine (A/B on the same texts)")  # fmt: skip
+    s.add_argument("--units-ab", action="store_true",
+                   help="single requests (arrays) again with the other upload (16-bit "
+                   "characters, UTF-8 written on the device), on the same texts")  # fmt: skip
     s.add_argument("--smoke", action="store_true", help="tiny sizes (with --allow-simulator)")
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=_cmd_bench_gpu)
@@ -729,6 +738,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--smoke", action="store_true", help="tiny corpora (with --allow-simulator)")
     s.add_argument("--short-map", action=argparse.BooleanOptionalAction, default=None,
                    help="the short-piece map on the device (default: on for byte-level BPE)")  # fmt: skip
+    s.add_argument("--units", action="store_true",
+                   help="non-ASCII requests uploaded as 16-bit characters (UTF-8 written on "
+                   "the device)")  # fmt: skip
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=_cmd_profile_gpu)
 

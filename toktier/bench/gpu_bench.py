@@ -158,7 +158,7 @@ def latency(tok, eng, trajs, sizes, samples, *, cpu=None, variants=None,
                     )
                 rows.append({"method": name, "chars": chars, "sample": i, "ms": ms,
                              "exact": bool(exact), "host_syncs": last["host_syncs"],
-                             "graph": last["graph"]})  # fmt: skip
+                             "graph": last["graph"], "units": last.get("units", False)})  # fmt: skip
             if giga is not None:
                 rows.append({"method": "Gigatoken, empty cache", "chars": chars, "sample": i,
                              "ms": time_ms(giga(text))})  # fmt: skip
@@ -273,11 +273,14 @@ def run(
     progress: bool = True,
     batch_graphs_ab: bool = False,
     short_map_ab: bool = False,
+    units_ab: bool = False,
 ) -> dict:
     """The whole GPU experiment; returns the JSON record (see module doc for its rows).
     ``batch_graphs_ab``: the throughput rows again with the other batch-graph setting.
     ``short_map_ab``: single requests (arrays) and throughput again with the other short-map
-    setting (``GpuEngine(short_map=)``), on the same texts."""
+    setting (``GpuEngine(short_map=)``), on the same texts.  ``units_ab``: single requests
+    (arrays) again with the other upload (``GpuEngine(units=)``: 16-bit characters, the
+    UTF-8 written on the device), on the same texts."""
     from ..engine.gpu import GpuEngine, tune_simulator
     from ..registry import load
     from .streams import load_trajectories
@@ -311,6 +314,7 @@ def run(
             "corpus_sources": list(corpus_sources),
             "batch_graphs_ab": batch_graphs_ab,
             "short_map_ab": short_map_ab,
+            "units_ab": units_ab,
         },
         "engines": {},
         "latency": [],
@@ -335,6 +339,11 @@ def run(
             sm.warmup()
             label = "with" if sm.short_map else "without"
             variants[f"toktier GPU, arrays, {label} short map"] = sm
+        if units_ab:
+            un = GpuEngine(tok, units=not eng.units, cpu=eng._cpu)
+            un.warmup()
+            label = "16-bit" if un.units else "UTF-8"
+            variants[f"toktier GPU, arrays, {label} upload"] = un
         for r in latency(tok, eng, trajs, sizes, samples, cpu=cpu_eng, variants=variants,
                          progress=progress):  # fmt: skip
             record["latency"].append({"tokenizer": name, **r})

@@ -173,10 +173,11 @@ def profile_request(eng, name: str, fn, nbytes: int, repeats: int, *, host_top: 
 
 def run(tokenizers: list[str], *, corpus_chars: int = CORPUS_CHARS, repeats: int = 3,
         sources=("stdlib", "trajectories", "pycountry"), allow_simulator: bool = False,
-        progress: bool = True, short_map: bool | None = None) -> dict:  # fmt: skip
+        progress: bool = True, short_map: bool | None = None, units: bool = False) -> dict:  # fmt: skip
     """The profile record: per tokenizer, corpus and request shape (batch, joined single);
     ``short_map``: the engine with the short-piece map on the device or not (None: the
-    engine's default, on for byte-level BPE); the record names what ran."""
+    engine's default, on for byte-level BPE); the record names what ran.  ``units``: non-ASCII
+    requests uploaded as 16-bit characters (``GpuEngine(units=True)``)."""
     from ..engine.gpu import GpuEngine, tune_simulator
     from ..registry import load
 
@@ -190,11 +191,11 @@ def run(tokenizers: list[str], *, corpus_chars: int = CORPUS_CHARS, repeats: int
     record = {"kind": "gpu-profile", "device": device, "machine": machine_facts(),
               "parameters": {"tokenizers": tokenizers, "corpus_chars": corpus_chars,
                              "repeats": repeats, "sources": list(sources),
-                             "short_map": short_map},
+                             "short_map": short_map, "units": units},
               "rows": []}  # fmt: skip
     for name in tokenizers:
         tok = load(name)
-        eng = GpuEngine(tok, graphs=False, short_map=short_map)  # eager: every launch is timed
+        eng = GpuEngine(tok, graphs=False, short_map=short_map, units=units)  # eager: every launch timed
         eng.warmup(capture=False)
         record["gpu"] = eng.device_facts()
         for corpus, docs in docs_by_corpus.items():

@@ -79,7 +79,8 @@ def ran_with_short_map(rec: dict, result: dict) -> bool:
 
 def gpu_certification(cert_dir: Path) -> pd.DataFrame:
     """One row per ``certify-engine --device gpu`` record in ``cert_dir`` (counts, divergences;
-    ``short_map``: the engine ran with the short-piece map on the device)."""
+    ``short_map``: the engine ran with the short-piece map on the device; ``units``: its
+    non-ASCII single requests were uploaded as 16-bit characters)."""
     rows = []
     for p in sorted(Path(cert_dir).glob("*.json")):
         rec = json.loads(p.read_text())
@@ -89,6 +90,7 @@ def gpu_certification(cert_dir: Path) -> pd.DataFrame:
             keep = {k: v for k, v in r.items() if not isinstance(v, (dict, list))}
             rows.append(keep | {"gpu": rec["gpu"]["gpu"],
                                 "short_map": ran_with_short_map(rec, r),
+                                "units": bool((r.get("engine_stats") or {}).get("units")),
                                 "commit": short_commit(rec["machine"])})  # fmt: skip
     return pd.DataFrame(rows)
 

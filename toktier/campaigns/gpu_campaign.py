@@ -154,6 +154,7 @@ def run_gpu_campaign(
     engine=None,
     batch_graphs: bool | None = None,
     short_map: bool | None = None,
+    units: bool = False,
 ) -> GpuCertification:
     """Split- and ID-level certification of the GPU engine for one tokenizer.
 
@@ -161,13 +162,14 @@ def run_gpu_campaign(
     simulator smoke runs (None: everything, as on a GPU); ``batch_graphs`` certifies the
     engine with its batches replayed as CUDA graphs or not (None: the engine's default);
     ``short_map`` with the short-piece map on the device or not (None: the engine's default,
-    on for byte-level BPE).
+    on for byte-level BPE); ``units``: non-ASCII single requests uploaded as 16-bit
+    characters, their UTF-8 written on the device (``GpuEngine(units=True)``).
     """
     from ..engine.gpu import GpuEngine
 
     t0 = time.perf_counter()
     cert = GpuCertifier(tok, engine or GpuEngine(tok, batch_graphs=batch_graphs,
-                                                   short_map=short_map))
+                                                   short_map=short_map, units=units))
     r = cert.report
     r.device_facts = cert.engine.device_facts()
     rng = random.Random(seed)

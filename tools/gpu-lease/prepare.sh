@@ -23,16 +23,18 @@ cp data/build/archives/mini-swe-agent-gemini3-swebench-verified.tar.xz .dev/
 [ -e .dev/plan.sh ] || cat > .dev/plan.sh <<'PLAN'
 # step NAME CAP_SECONDS command...   (each step gets what is left of BUDGET, capped)
 # The short-piece map is the GPU default since 2026-11-27 (all seven byte-level tokenizers
-# certified with it).  Next: the A/B of the default engine against --no-short-map with five
-# samples a size (the H200's had three), then the host profile of a single request.  A fresh
-# machine compiles every CPU and GPU function in its first step: give that step room.
+# certified with it).  Next: 16-bit uploads (GpuEngine(units=True), off until certified):
+# their GPU campaigns, and their A/B in bench-gpu beside the map's (5 samples a size).  A
+# fresh machine compiles every CPU and GPU function in its first step: give that step room.
 # Run as: tools/gpu-lease/prepare.sh qwen3 llama3
-for n in qwen3 llama3; do
-  step bench-$n 240 python3 -m toktier bench-gpu --tokenizers $n --short-map-ab \
-      --samples 5 --tail-samples 100 --quiet --out $OUT/gpu-bench-$n.json
-done
-step profile-qwen3 120 python3 -m toktier profile-gpu --tokenizers qwen3 --quiet \
-    --out $OUT/profile-qwen3.json
+step cert-units-qwen3 240 python3 -m toktier certify-engine qwen3 --device gpu --units \
+    --chars 1000000 --quiet --out $OUT/engine-gpu-qwen3-units.json
+step bench-qwen3 240 python3 -m toktier bench-gpu --tokenizers qwen3 --units-ab --short-map-ab \
+    --samples 5 --tail-samples 100 --quiet --out $OUT/gpu-bench-qwen3.json
+step cert-units-llama3 150 python3 -m toktier certify-engine llama3 --device gpu --units \
+    --chars 1000000 --quiet --out $OUT/engine-gpu-llama3-units.json
+step bench-llama3 240 python3 -m toktier bench-gpu --tokenizers llama3 --units-ab \
+    --samples 5 --tail-samples 100 --quiet --out $OUT/gpu-bench-llama3.json
 PLAN
 du -sh .whl .dev
 echo "Untrack results/ for the transfer (64 MiB limit), run, then restore:"

@@ -11,6 +11,10 @@ array, so no host synchronization happens between stages and launch geometry
 comes from the buffer capacity, i.e. the input's byte length rounded up to a
 bucket -- never from a count computed on the device):
 
+0. (``GpuEngine(units=True)``, a non-ASCII request with no character beyond U+FFFF) the
+   text arrives as 16-bit characters (``units``: a compiled pass over the str's storage
+   instead of CPython's UTF-8 encode); each character's UTF-8 length, a scan, and each
+   character writes its bytes: the UTF-8 of stage 1, built here.
 1. UTF-8 on the device: char-start flag per byte, prefix scan -> character index
    of every byte, decode (``rules.decode_at``) -> code points, class bits (table
    on the device), char->byte offsets; NFC quick-check failures are counted.
@@ -124,7 +128,9 @@ from .device import (
     M_NP,
     M_NSEG,
     M_NTOK,
+    M_NUNITS,
     M_SIZE,
+    M_UBYTES,
     M_UNSAFE,
     MODE_LITERALS,
     NFC_UNSAFE,
@@ -154,7 +160,10 @@ from .stages import (
     k_sp_output,
     k_sp_segments,
     k_start_flags,
+    k_units_len,
+    k_units_write,
 )
+from .units import UnitBuffer
 
 __all__ = [
     "BLOCK_MAX",
@@ -177,7 +186,9 @@ __all__ = [
     "M_NP",
     "M_NSEG",
     "M_NTOK",
+    "M_NUNITS",
     "M_SIZE",
+    "M_UBYTES",
     "M_UNSAFE",
     "NFC_UNSAFE",
     "NONE_KEY",
@@ -192,6 +203,7 @@ __all__ = [
     "GpuUnavailable",
     "LiteralTrie",
     "TextTables",
+    "UnitBuffer",
     "_CupyBackend",
     "_Geometry",
     "_SimBackend",
@@ -221,6 +233,8 @@ __all__ = [
     "k_sp_output",
     "k_sp_segments",
     "k_start_flags",
+    "k_units_len",
+    "k_units_write",
     "local_best",
     "merge_at",
     "sim",

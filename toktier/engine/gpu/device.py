@@ -35,6 +35,7 @@ BLOCK_MAX = 4096  # bytes: block per piece at or below; longer: thread + heap (f
 # meta: device-side counts and parameters of one pipeline run
 M_NB, M_N, M_NCAND, M_NLIT, M_NSEG, M_NP, M_NMID, M_NBIG, M_NHUGE = range(9)
 M_NTOK, M_UNSAFE, M_NDOCS, M_MODE, M_NMATCH = range(9, 14)
+M_NUNITS, M_UBYTES = 14, 15  # 16-bit characters uploaded (0: UTF-8 was), their UTF-8 bytes
 M_SIZE = 16
 MODE_LITERALS = 1  # extract added-token literals (off for split-level runs)
 

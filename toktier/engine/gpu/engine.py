@@ -41,7 +41,9 @@ from .device import (
     M_NP,
     M_NSEG,
     M_NTOK,
+    M_NUNITS,
     M_SIZE,
+    M_UBYTES,
     M_UNSAFE,
     MODE_LITERALS,
     SMALL_MAX,
@@ -51,6 +53,7 @@ from .device import (
     TextTables,
 )
 from .sim import SIMULATOR
+from .units import UnitBuffer
 
 # The chain has deliberately small grids (one-thread walks, scan tails, empty work lists):
 # numba-cuda's low-occupancy warning would print a line per such launch configuration.
@@ -82,6 +85,7 @@ class _Workspace:
         self.params = e(4, np.int64)
         self.meta = e(M_SIZE, np.int64)
         self.u8 = e(cap, np.uint8)
+        self.units = e(cap if engine.units else 1, np.uint16)  # 16-bit uploads (chars <= bytes)
         for name in ("flag", "cidx", "lcand", "lidx", "cand", "mflag", "midx", "mcand", "e_raw",
                      "id_raw", "ls", "le", "lid", "lmark", "cut", "sidx", "ends", "pflag", "pidx",
                      "cnt", "toff", "wl_mid", "wl_big", "wl_huge", "otmp"):  # fmt: skip
@@ -137,7 +141,8 @@ class GpuEngine:
 
     def __init__(self, tok, *, graphs: bool | None = None, batch_graphs: bool | None = None,
                  block_max: int = BLOCK_MAX, buckets: tuple[int, ...] | None = None, cpu=None,
-                 short_map: bool | None = None, _backend=None):  # fmt: skip
+                 short_map: bool | None = None, units: bool = False,
+                 _backend=None):  # fmt: skip
         from ..cpu import CpuEngine, engine_for
 
         if _backend is None and not self.available():
@@ -158,6 +163,12 @@ class GpuEngine:
         # tekken on an H200 at 37b2bd9; deepseek-v4, cl100k, qwen3.6 on an H100 at c28a7b7;
         # 0 divergences); exact by construction.  SentencePiece has no map.
         self.short_map = (True if short_map is None else bool(short_map)) and not sp_engine
+        # A non-ASCII request (characters below U+10000) uploaded as 16-bit units, its UTF-8
+        # written on the device (``units``: a compiled pass over the str's storage instead
+        # of CPython's character-at-a-time encode).  Off until a GPU campaign certifies it
+        # (``certify-engine --device gpu --units``).
+        self.units = bool(units)
+        self._unit_buffer = UnitBuffer()
         self.buckets = tuple(sorted(buckets or be.buckets))
         if graphs and be.simulator:
             graphs = False
@@ -257,6 +268,7 @@ class GpuEngine:
             "graphs_reason": self.graphs_reason,
             "batch_graphs": self.batch_graphs,
             "short_map": self.short_map,
+            "units": self.units,
             "requests": s.requests,
             "host_syncs": s.host_syncs,
             "host_syncs_per_request": per,
@@ -283,7 +295,8 @@ class GpuEngine:
         try:
             with self._be.lock, self._lock:
                 s0, l0 = self._be.syncs, self._be.launches
-                info = {"kind": kind, "docs": docs, "graph": False, "delegated": 0}
+                info = {"kind": kind, "docs": docs, "graph": False, "delegated": 0,
+                        "units": False}  # fmt: skip
                 yield info
                 info["host_syncs"] = self._be.syncs - s0
                 info["kernel_launches"] = self._be.launches - l0
@@ -344,6 +357,10 @@ class GpuEngine:
         cap = ws.cap
         el = g.blocks(cap, g.bd)
         L(S.k_begin, 1, 1, ws.params, ws.meta)
+        if self.units:  # stage 0: a 16-bit upload's UTF-8 (no work when UTF-8 was uploaded)
+            L(S.k_units_len, el, g.bd, ws.meta, ws.units, ws.flag)
+            self._scan(ws, M_NUNITS, ws.flag, ws.cidx, M_UBYTES)
+            L(S.k_units_write, el, g.bd, ws.meta, ws.units, ws.cidx, ws.u8)
         L(S.k_start_flags, el, g.bd, ws.meta, ws.u8, ws.flag, ws.doc_unsafe)
         self._scan(ws, M_NB, ws.flag, ws.cidx, M_N)
         L(S.k_decode, el, g.bd, ws.meta, ws.u8, ws.flag, ws.cidx, text, raw, norm, ws.doc_lo,
@@ -394,13 +411,21 @@ class GpuEngine:
         L(S.k_output, el, g.bd, ws.meta, ws.piece_lo, ws.char_start, ws.lmark, ws.lid, ws.toff,
           ws.cnt, ws.otmp, tables, ws.packed)  # fmt: skip
 
-    def _run(self, ws: _Workspace, u8: np.ndarray, doc_lo: np.ndarray, *, literals: bool,
-             stage: str, info: dict) -> np.ndarray:  # fmt: skip
-        """Upload, run the chain (graph replay when possible), fetch ``meta`` (1 sync)."""
+    def _run(self, ws: _Workspace, u8: np.ndarray | None, doc_lo: np.ndarray, *, literals: bool,
+             stage: str, info: dict, units: tuple[np.ndarray, int] | None = None,
+             ) -> np.ndarray:  # fmt: skip
+        """Upload, run the chain (graph replay when possible), fetch ``meta`` (1 sync).
+
+        ``units``: (16-bit characters, UTF-8 byte count) uploaded instead of ``u8`` (None)."""
         be = self._be
-        be.put(ws.u8, u8)
+        if units is None:
+            be.put(ws.u8, u8)
+            nb, nunits = u8.size, 0
+        else:
+            be.put(ws.units, units[0])
+            nb, nunits = units[1], len(units[0])
         mode = MODE_LITERALS if literals else 0
-        be.put(ws.params, np.array([u8.size, len(doc_lo), mode, 0], dtype=np.int64))
+        be.put(ws.params, np.array([nb, len(doc_lo), mode, nunits], dtype=np.int64))
         # Single-request workspaces keep doc_lo = [0] from their creation: it never grows,
         # so a captured graph's pointers stay valid.
         single = ws in self._spaces.values()
@@ -429,6 +454,14 @@ class GpuEngine:
     # --- single request -------------------------------------------------------------------
     def _single(self, text: str, info: dict):
         """Run one text; returns (meta, ws) or None when the text was empty."""
+        if self.units and type(text) is str and not text.isascii():
+            units = self._unit_buffer.convert(text)  # checks it as utf8_array does
+            if units is not None:  # None: a character beyond U+FFFF, the UTF-8 upload serves
+                ws = self._workspace(units[1])
+                info["units"] = True
+                meta = self._run(ws, None, np.zeros(1, dtype=_INT), literals=True,
+                                 stage="ids", info=info, units=units)  # fmt: skip
+                return meta, ws
         u8 = utf8_array(text)
         if not u8.size:
             return None

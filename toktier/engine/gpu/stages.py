@@ -5,6 +5,9 @@ loops grid-stride over them, so launch geometry depends on buffer capacity only
 and no host synchronization happens between stages.  Each rule is a device
 function of ``engine.rules`` -- the source the CPU engine compiles:
 
+- stage 0, only for an engine that uploads 16-bit units (``GpuEngine(units=True)``,
+  ``k_units_len``, ``k_units_write``): each character's UTF-8 length, a scan, and each
+  character writes its bytes -- the UTF-8 that stage 1 reads, built on the device;
 - stage 1 (``k_begin``, ``k_start_flags``, ``k_decode``): character starts, a
   scan for the character index of every byte (``scans``), ``rules.decode_at``
   for each character, class bits, NFC quick-check failures, literal candidates;
@@ -45,6 +48,7 @@ from .device import (
     M_NP,
     M_NSEG,
     M_NTOK,
+    M_NUNITS,
     M_SIZE,
     M_UNSAFE,
     MODE_LITERALS,
@@ -60,7 +64,7 @@ token_chars = DEVICE.token_chars
 sp_segment = DEVICE.sp_segment
 
 
-# --- stage 1: UTF-8, classes, NFC flags, literal candidates ---------------------------------
+# --- every run: the request's parameters into meta ------------------------------------------
 @cuda.jit
 def k_begin(params, meta):
     if cuda.grid(1) == 0:
@@ -69,8 +73,46 @@ def k_begin(params, meta):
         meta[M_NB] = params[0]
         meta[M_NDOCS] = params[1]
         meta[M_MODE] = params[2]
+        meta[M_NUNITS] = params[3]
 
 
+# --- stage 0 (16-bit uploads): the UTF-8 bytes written on the device ---------------------------
+@cuda.jit(device=True)
+def unit_utf8_length(u):
+    """UTF-8 bytes of a character below U+10000 that is not a surrogate (the host uploads
+    no other: ``units.UnitBuffer``)."""
+    return 1 + int(u >= 0x80) + int(u >= 0x800)
+
+
+@cuda.jit
+def k_units_len(meta, units, ulen):
+    """ulen[i] = UTF-8 bytes of character i, for the scan to their byte offsets."""
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, meta[M_NUNITS], stride):
+        ulen[i] = unit_utf8_length(int(units[i]))
+
+
+@cuda.jit
+def k_units_write(meta, units, uoff, u8):
+    """Each character writes its UTF-8 bytes at its offset ``uoff[i]``."""
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, meta[M_NUNITS], stride):
+        u = int(units[i])
+        b = uoff[i]
+        if u < 0x80:
+            u8[b] = u
+        elif u < 0x800:
+            u8[b] = 0xC0 | (u >> 6)
+            u8[b + 1] = 0x80 | (u & 0x3F)
+        else:
+            u8[b] = 0xE0 | (u >> 12)
+            u8[b + 1] = 0x80 | ((u >> 6) & 0x3F)
+            u8[b + 2] = 0x80 | (u & 0x3F)
+
+
+# --- stage 1: UTF-8, classes, NFC flags, literal candidates ---------------------------------
 @cuda.jit
 def k_start_flags(meta, u8, flag, doc_unsafe):
     """flag[b] = 1 where byte b starts a character; clears the per-document NFC flags."""
