@@ -42,7 +42,7 @@ def test_errors_are_reported_not_raised(tmp_path, capsys):
     bad.write_bytes(b"ok \xff\xfe not utf-8")
     assert main(["encode", "--tokenizer", "llama3", str(bad)]) == 2
     assert "not valid UTF-8 (byte offset 3)" in capsys.readouterr().err
-    for flag in ("--batch-graphs", "--no-batch-graphs", "--short-map", "--no-short-map"):
+    for flag in ("--batch-graphs", "--no-batch-graphs", "--short-map", "--no-short-map", "--units"):
         assert main(["certify-engine", "--chars", "10", flag, "llama3"]) == 2
         assert "apply to --device gpu" in capsys.readouterr().err
 
