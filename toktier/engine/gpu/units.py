@@ -4,12 +4,12 @@ Why: CPython encodes a non-ASCII str to UTF-8 one character at a time (0.7-1.5 m
 million characters on the development VM; 1.24 ms of a 1M-character request on the
 H200).  A str whose characters all lie below U+10000 is stored one or two bytes a
 character (CPython's kinds 1 and 2), and a compiled pass over that storage writes its
-characters as 16-bit units in ~0.4 ms (``tools/engine-experiments/utf16_upload.py``).  The
+characters as 16-bit units in ~0.4 ms (``tools/engine-experiments/units_upload.py``).  The
 device then writes the UTF-8 bytes itself (``stages.k_units_len``, a scan,
 ``stages.k_units_write``) before the chain's decode, so everything after stage 0 is the
 same chain on the same bytes.  ASCII text keeps the UTF-8 upload (its encode is a copy),
 and so does a str with a character beyond U+FFFF (stored four bytes a character, which
-CPython encodes faster than this pass would convert it: 0.47 against 1.41 ms).
+CPython encodes faster than a pass could convert it: ~0.5 against 1.4-1.8 ms).
 """
 
 from __future__ import annotations
