@@ -228,7 +228,10 @@ def test_engine_targets_time_every_method_on_the_same_distinct_texts():
     texts = engine_targets.slices("abcdefghij" * 10, 30, 3)
     assert [len(t) for t in texts] == [30] * 3 and len(set(texts)) == 3
     assert engine_targets.slices("abc", 7, 1) == ["abcabca"]  # wraps around a short corpus
-    rows = engine_targets.run(toktier.load("llama3"), [2_000], 2, kinds=("code",), progress=False)
+    assert engine_targets.cell_samples(48_000, 5) == 15  # small cells: more samples
+    assert engine_targets.cell_samples(1_000_000, 5) == 5
+    rows = engine_targets.run(toktier.load("llama3"), [2_000], 2, kinds=("code",), progress=False,
+                              small_factor=1)  # fmt: skip
     methods = {r["method"] for r in rows}
     assert {"toktier CPU, 1 thread", "toktier CPU, all cores", "HF serial"} <= methods
     assert all(r["exact"] for r in rows if r["method"].startswith("toktier"))

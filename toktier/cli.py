@@ -806,7 +806,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--tokenizers", default="llama3,qwen3,gpt-oss")
     s.add_argument("--sizes", type=int, nargs="+", default=[48_000, 1_000_000, 4_400_000])
-    s.add_argument("--samples", type=int, default=5, help="different texts per cell (P50)")
+    s.add_argument("--samples", type=int, default=5,
+                   help="different texts per cell (P50); cells below 100K characters take 3x")
     s.add_argument("--out", default="results/tables/engine-targets.csv")
     s.add_argument("--run", default="results/runs/engine-targets.json")
     s.add_argument("--quiet", action="store_true")

@@ -4,7 +4,8 @@ interleaved, at 48K / 1M / 4.4M characters, for every byte-level tokenizer asked
 Every method encodes the same texts (each sample a different slice of the corpus, so no
 sample repeats another's text), the light methods' order rotated per sample after the
 heavy ones (``timing.sample_order``), the reference's check after the clocks; P50 over the
-samples.  Each light method serves one untimed request of the cell's size first.
+samples; cells below SMALL_CELL_CHARS take SMALL_CELL_FACTOR times the samples, below).
+Each light method serves one untimed request of the cell's size first.
 toktier's engine is one warm object as deployed (its piece caches hold earlier samples'
 pieces); Gigatoken gets a new object per sample (empty cache, construction not
 timed); fastokens and HF are one warm object.
@@ -27,6 +28,13 @@ from .timing import sample_order, time_ms
 METHODS = ("toktier CPU, 1 thread", "toktier CPU, all cores", "Gigatoken, empty cache",
            "fastokens", "HF serial")  # fmt: skip
 KINDS = ("code", "multilingual", "code + multilingual")
+# Small cells take more samples: they cost little (HF ~60-90 ms at 48K) and one sample is at the
+# mercy of what ran before it -- after a Gigatoken object is built the persistent objects
+# (toktier's engine, fastokens) meet cold caches, and some samples run 3-10x their usual time
+# (gpt-oss code 48K, one thread: 1.0-1.9 ms, once 12.0 ms; fastokens 0.9 vs 8-16 ms), so a P50
+# of five read 4.62 ms in one run and 1.76 ms in the next (README, "48K cells").
+SMALL_CELL_CHARS = 100_000
+SMALL_CELL_FACTOR = 3
 
 
 def corpora() -> dict[str, str]:
@@ -51,8 +59,16 @@ def slices(text: str, chars: int, n: int) -> list[str]:
     return out
 
 
-def run(tok, sizes, samples: int, *, kinds=KINDS, progress: bool = True) -> list[dict]:
-    """Rows (tokenizer, text, chars, method, sample, ms, exact)."""
+def cell_samples(chars: int, samples: int, small_factor: int = SMALL_CELL_FACTOR) -> int:
+    """Samples of a cell of ``chars`` characters: ``samples``, times ``small_factor`` below
+    SMALL_CELL_CHARS."""
+    return samples * small_factor if chars < SMALL_CELL_CHARS else samples
+
+
+def run(tok, sizes, samples: int, *, kinds=KINDS, progress: bool = True,
+        small_factor: int = SMALL_CELL_FACTOR) -> list[dict]:  # fmt: skip
+    """Rows (tokenizer, text, chars, method, sample, ms, exact); ``samples`` per cell
+    (``cell_samples``: more for small cells)."""
     ms = {k: v for k, v in methods(tok, lopt=False).items() if k in METHODS}
     texts = corpora()
     nfc = tok.hf.normalizer is not None
@@ -69,7 +85,8 @@ def run(tok, sizes, samples: int, *, kinds=KINDS, progress: bool = True) -> list
         for name, prep in ms.items():
             if not name.startswith(("HF", "LoPT")):
                 prep(warm)()
-        for i, text in enumerate(slices(texts[kind], chars, samples)):
+        for i, text in enumerate(slices(texts[kind], chars,
+                                        cell_samples(chars, samples, small_factor))):  # fmt: skip
             if nfc:  # what a serving front end sends an NFC tokenizer is usually NFC already
                 text = tok.hf.normalizer.normalize_str(text)
             checks = []
