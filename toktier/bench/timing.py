@@ -32,9 +32,10 @@ def rotated(items, k: int) -> list:
     return items[k:] + items[:k]
 
 
-def sample_order(methods: dict, k: int, heavy=("HF", "LoPT")) -> list:
+def sample_order(methods: dict, k: int, heavy=("HF", "LoPT"), fresh=("Gigatoken",)) -> list:
     """The (name, prepare) pairs of sample ``k``: the light methods rotated by ``k``, then the
-    heavy ones (the reference, LoPT's processes) in their order.
+    ones that build a new object per sample (``fresh``: Gigatoken with an empty cache), then
+    the heavy ones (the reference, LoPT's processes) in their order.
 
     Why: methods compared on one text run one after the other, and the one that follows a
     heavy call (the reference, which also checks every sample) meets caches it filled and
@@ -42,11 +43,16 @@ def sample_order(methods: dict, k: int, heavy=("HF", "LoPT")) -> list:
     on every sample while the order was fixed.  Rotating the whole order does not help (the
     same method still follows the reference); with the heavy calls last and the light ones
     rotated, a different method follows them on each sample, and a P50 over >= 3 samples
-    drops that one.
+    drops that one.  A new Gigatoken object slowed every persistent object run after it in
+    the same sample -- toktier's engines and fastokens, 2-5x on gpt-oss code 48K (one thread
+    1.1-3.0 ms before it, 4.7-7.4 ms after it; fastokens 1.4-1.8 vs 7-21 ms), in half the
+    samples of a rotation of four (``results/runs/engine-ab/small-cells.txt``) -- while its
+    own time, its tables built just before its call, does not depend on what ran before.
     """
     items = list(methods.items())
-    light = [m for m in items if not m[0].startswith(heavy)]
-    return rotated(light, k) + [m for m in items if m[0].startswith(heavy)]
+    light = [m for m in items if not m[0].startswith(heavy + fresh)]
+    return (rotated(light, k) + [m for m in items if m[0].startswith(fresh)]
+            + [m for m in items if m[0].startswith(heavy)])  # fmt: skip
 
 
 def time_ms(fn: Callable[[], object]) -> float:
