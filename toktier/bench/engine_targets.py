@@ -2,10 +2,10 @@
 interleaved, at 48K / 1M / 4.4M characters, for every byte-level tokenizer asked for.
 
 Every method encodes the same texts (each sample a different slice of the corpus, so no
-sample repeats another's text), the light methods' order rotated per sample after the
-heavy ones (``timing.sample_order``), the reference's check after the clocks; P50 over the
-samples; cells below SMALL_CELL_CHARS take SMALL_CELL_FACTOR times the samples, below).
-Each light method serves one untimed request of the cell's size first.
+sample repeats another's text), the persistent light methods' order rotated per sample,
+Gigatoken's new object after them and the heavy ones last (``timing.sample_order``), the
+reference's check after the clocks; P50 over the samples (cells below SMALL_CELL_CHARS
+take SMALL_CELL_FACTOR times as many).  Each light method serves one untimed request of the cell's size first.
 toktier's engine is one warm object as deployed (its piece caches hold earlier samples'
 pieces); Gigatoken gets a new object per sample (empty cache, construction not
 timed); fastokens and HF are one warm object.
@@ -28,11 +28,9 @@ from .timing import sample_order, time_ms
 METHODS = ("toktier CPU, 1 thread", "toktier CPU, all cores", "Gigatoken, empty cache",
            "fastokens", "HF serial")  # fmt: skip
 KINDS = ("code", "multilingual", "code + multilingual")
-# Small cells take more samples: they cost little (HF ~60-90 ms at 48K) and one sample is at the
-# mercy of what ran before it -- after a Gigatoken object is built the persistent objects
-# (toktier's engine, fastokens) meet cold caches, and some samples run 3-10x their usual time
-# (gpt-oss code 48K, one thread: 1.0-1.9 ms, once 12.0 ms; fastokens 0.9 vs 8-16 ms), so a P50
-# of five read 4.62 ms in one run and 1.76 ms in the next (README, "48K cells").
+# Small cells take more samples: they cost little (HF ~60-90 ms at 48K) and a sample there is
+# at the mercy of what ran before it (a P50 of five read 4.62 ms in one run, 1.76 in the next:
+# README, "The benchmark's sample order, fixed").
 SMALL_CELL_CHARS = 100_000
 SMALL_CELL_FACTOR = 3
 
