@@ -5,10 +5,10 @@ Every method encodes the same texts (each sample a different slice of the corpus
 sample repeats another's text), the persistent light methods' order rotated per sample,
 Gigatoken's new object after them and the heavy ones last (``timing.sample_order``), the
 reference's check after the clocks; P50 over the samples (cells below SMALL_CELL_CHARS
-take SMALL_CELL_FACTOR times as many).  Each light method serves one untimed request of the cell's size first.
-toktier's engine is one warm object as deployed (its piece caches hold earlier samples'
-pieces); Gigatoken gets a new object per sample (empty cache, construction not
-timed); fastokens and HF are one warm object.
+take SMALL_CELL_FACTOR times as many).  Each light method serves one untimed request of
+the cell's size first.  toktier's engine is one warm object as deployed (its piece caches
+hold earlier samples' pieces); Gigatoken gets a new object per sample (empty cache,
+construction not timed); fastokens and HF are one warm object.
 Corpora: CPython's stdlib sources (code) and pycountry's catalogs in 500+ languages
 (multilingual, 4.3M characters: a 4.4M slice wraps around once); "code + multilingual"
 alternates 2,000-character blocks of both.  Each toktier sample is checked against HF.
