@@ -509,6 +509,126 @@ def test_big_tables_live_in_zeroed_aligned_memory_with_huge_page_advice():
         assert buf.size == 3 << 20 and buf.ctypes.data % (2 << 20) == 0 and not buf.any()
 
 
+_ASCII_WORDS = ["don't", "I'VE", "we'll", "CamelCase", "12345", "0x1F", "__init__", "a.b(c)",
+                "  ", "\r\n", "\n\n  ", "\t", " \n", "!!", "/", "\\", "'", "x"]
+
+
+@pytest.mark.parametrize("name", BYTE_BPE)
+def test_ascii_text_is_read_as_its_bytes_and_stays_exact(name):
+    """An all-ASCII text skips the decode (``cpu._encode_text``'s ``ascii_direct``): every
+    byte-level tokenizer here whose pre-tokenizer is an automaton qualifies (all but
+    deepseek-v4's), and such texts -- literals included -- still get the reference's IDs
+    and spans."""
+    tok = toktier.load(name)
+    eng = engine_for(tok)
+    assert eng._ascii_direct == (name != "deepseek-v4")
+    lits = [t.content for t in tok.added_tokens[:8] if t.content.isascii()]
+    ascii_chars = st.text(st.characters(max_codepoint=127), max_size=6)
+
+    @given(st.lists(st.sampled_from(_ASCII_WORDS + lits) | ascii_chars, max_size=24).map("".join))
+    def prop(text):
+        _assert_exact(eng, text)
+
+    prop()
+
+
+def test_ascii_offsets_are_written_once_and_survive_other_texts():
+    """The ASCII path's character offsets (``Workspace.ident``) are written up to the
+    longest ASCII text so far and by nothing else: texts of other scripts, shorter and
+    longer ASCII texts in between all stay exact on one thread's workspace."""
+    eng = engine_for(toktier.load("llama3"))
+    wk = eng._workspace(1)
+    texts = ["def f(x):\n    return x + 1\n" * 40, "héllo wörld, ça va? " * 30, "short",
+             "日本語のテキスト and code: x = [1, 2]\n" * 20, "y = 'z'  # c\n" * 400, "ok"]  # fmt: skip
+    seen = 0
+    for text in texts:
+        _assert_exact(eng, text)
+        if text.isascii():
+            seen = max(seen, len(text) + 1)
+        assert eng._workspace(1) is wk and wk.ident_n[0] == seen
+    assert np.array_equal(wk.ident[:seen], np.arange(seen))
+
+
+@given(st.lists(st.integers(0, 127), max_size=80),
+       st.lists(st.tuples(st.integers(0, 79), st.integers(128, 255)), max_size=3),
+       st.integers(0, 7), st.data())  # fmt: skip
+def test_non_ascii_scans_equal_a_byte_by_byte_search(ascii_bytes, high_bytes, skip, data):
+    """The word-at-a-time scans behind the ASCII path (``cpu._first_non_ascii``,
+    ``_last_non_ascii``, ``_all_ascii``) find what a plain search finds, at any
+    alignment of the bytes and of the range."""
+    from toktier.engine import cpu
+
+    raw = bytearray(ascii_bytes)
+    for at, byte in high_bytes:
+        if at < len(raw):
+            raw[at] = byte
+    u8 = np.frombuffer(bytes(skip) + bytes(raw), np.uint8)[skip:]
+    w = cpu._words(u8)
+    high = np.flatnonzero(u8 >= 0x80)
+    s = data.draw(st.integers(0, u8.size))
+    t = data.draw(st.integers(s, u8.size))
+    after = high[high >= s]
+    inside = high[(high >= s) & (high < t)]
+    assert cpu._first_non_ascii(u8, w, s) == (after[0] if after.size else u8.size)
+    assert cpu._last_non_ascii(u8, w, s, t) == (inside[-1] if inside.size else -1)
+    assert cpu._all_ascii(u8) == (high.size == 0)
+
+
+_ISLANDS = ["é", "日本語", " — ", "\u0301", "👍🏽", "Ünïcödé wörds ", "\u200d", "<|x|>é"]
+
+
+@pytest.mark.parametrize("name", ["llama3", "qwen3", "gpt-oss"])
+def test_long_ascii_stretches_get_parts_of_their_own_and_stay_exact(name):
+    """A text with long ASCII stretches between other characters is cut at certified
+    cuts near the stretches' edges (``cpu._ascii_part_bounds``): each long stretch
+    becomes all-ASCII parts, the islands between stay with the decoding path, and the
+    IDs and spans equal the reference's (one thread and two)."""
+    from toktier.engine import cpu
+
+    eng = engine_for(toktier.load(name))
+    code = "".join(corpus.stdlib_documents())
+    code = "".join(ch for ch in code[:400_000] if ch.isascii())
+    two = code[:30_000] + "é" + code[30_000:60_000]
+    u8 = np.frombuffer(two.encode(), np.uint8)
+    bounds = cpu._ascii_part_bounds(u8, cpu.ASCII_RUN_MIN, *eng._cut_args())
+    assert len(bounds) == 4 and 29_000 < bounds[1] <= 30_000 < 30_002 <= bounds[2] < 31_000
+    _assert_exact(eng, two)
+
+    @given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 300_000),
+                              st.sampled_from(_ISLANDS)), min_size=1, max_size=4))  # fmt: skip
+    def prop(pieces):
+        text = "".join(code[o : o + k * 9_000] + island for k, o, island in pieces)
+        u8 = np.frombuffer(text.encode(), np.uint8)
+        bounds = cpu._ascii_part_bounds(u8, cpu.ASCII_RUN_MIN, *eng._cut_args())
+        assert bounds[0] == 0 and bounds[-1] == u8.size and (np.diff(bounds) > 0).all()
+        ascii_parts = [u8[a:b] for a, b in itertools.pairwise(bounds.tolist()) if (u8[a:b] < 128).all()]
+        longest = max((k * 9_000 for k, _o, _i in pieces), default=0)
+        if longest >= cpu.ASCII_RUN_MIN + 2 * cpu.CUT_FIRST_SEARCH:
+            assert max(map(len, ascii_parts)) >= longest - 2 * cpu.CUT_FIRST_SEARCH
+        cuts = set(eng.certified_cuts(text).tolist())
+        char_of = np.cumsum((u8 & 0xC0) != 0x80)  # byte offset -> characters before it, + 1
+        for b in bounds[1:-1].tolist():
+            assert int(char_of[b - 1]) in cuts
+        _assert_exact(eng, text)
+        _assert_exact(eng, text, parallel=True)
+
+    prop()
+
+
+def test_ascii_path_only_where_no_ascii_character_reaches_the_matcher():
+    """``ascii_reads_bytes`` asks the automaton: a table in which some state defers an
+    ASCII class to the family's matcher (which reads the class bits the ASCII path
+    does not compute), or no automaton at all, keeps the decoding path."""
+    from toktier.engine import cpu, pretok_dfa
+
+    bt = engine_for(toktier.load("llama3")).bpe
+    assert cpu.ascii_reads_bytes(bt)
+    assert not cpu.ascii_reads_bytes(bt._replace(pre_table=np.zeros(1, np.int32)))
+    table = bt.pre_table.copy()
+    table[int(bt.pre_classes[ord("a")])] |= pretok_dfa.DEFER  # state 0's row, letter column
+    assert not cpu.ascii_reads_bytes(bt._replace(pre_table=table))
+
+
 def test_short_map_is_a_memo_of_the_merges(engine):
     """Every short-piece map entry is a vocabulary token whose own bytes encode to it alone."""
     sm = engine.short_map

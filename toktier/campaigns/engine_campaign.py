@@ -58,6 +58,10 @@ class EngineCertification:
     parallel_divergences: int = 0
     parts_inputs: int = 0  # long texts through a small workspace budget: many certified parts
     parts_divergences: int = 0
+    # ID inputs (one thread) the engine read as ASCII bytes: whole, or in ASCII parts cut
+    # at certified cuts beside other characters (``CpuEngine.ascii_part_bounds``)
+    ascii_inputs: int = 0
+    ascii_part_inputs: int = 0
     cuts_checked: int = 0  # certified cuts proven with the reference: ref(L) ++ ref(R) == ref(L+R)
     cut_divergences: int = 0
     codepoints_covered: int = 0
@@ -230,6 +234,7 @@ class Certifier:
             r.id_inputs += 1
             r.id_chars += len(text)
             r.id_tokens += len(ref_ids)
+            self._count_ascii(text)
         ok = (
             np.array_equal(ids, ref_ids)
             and np.array_equal(s, off[:, 0])
@@ -251,6 +256,15 @@ class Certifier:
             r.id_divergences += 1
         self._id_example(kind, text, ids, ref_ids)
         return False
+
+    def _count_ascii(self, text: str) -> None:
+        bounds = getattr(self.engine, "ascii_part_bounds", None)
+        if bounds is None or not getattr(self.engine, "_ascii_direct", False):
+            return
+        if text.isascii():
+            self.report.ascii_inputs += 1
+        elif len(bounds(text)) > 2:
+            self.report.ascii_part_inputs += 1
 
     def _id_example(self, kind: str, text: str, ids, ref_ids) -> None:
         """Record the IDs around the first token where the engine and the reference differ."""
@@ -374,6 +388,7 @@ def run_campaign(
     if cur:  # the rest (a small campaign's only long text)
         big.append("".join(cur))
     for text in big[: max(1, len(big))]:
+        cert.check_ids(text)  # one thread: long ASCII stretches go in parts of their own
         cert.check_ids(text, parallel=True)
         cert.check_ids(text, parts=True)
     r.seconds = round(time.perf_counter() - t0, 2)

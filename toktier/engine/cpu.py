@@ -209,6 +209,106 @@ def _byte_cut_near(u8, target, search, bits, class_of, stable, nfc, f1, k1, c1, 
     return -1
 
 
+ASCII_RUN_MIN = 1 << 14  # an ASCII stretch this long gets parts of its own (``ascii_part_bounds``)
+
+
+_HIGH_BITS = np.uint64(0x8080808080808080)  # a word of 8 bytes holds a non-ASCII byte
+
+
+@numba.njit(cache=True, nogil=True)
+def _words(u8):
+    """``u8``'s whole 8-byte words, read as uint64 (byte loops do not vectorize here: a
+    word a step scans ASCII ~15x faster)."""
+    return u8[: u8.size - (u8.size & 7)].view(np.uint64)
+
+
+@numba.njit(cache=True, nogil=True)
+def _first_non_ascii(u8, w, a):
+    """The first offset ``>= a`` of a byte ``>= 0x80``, or ``u8.size`` (``w``: ``_words``)."""
+    nb = u8.size
+    while a < nb and (a & 7) != 0:
+        if u8[a] >= 0x80:
+            return a
+        a += 1
+    k = a >> 3
+    nw = w.size
+    while k + 4 <= nw and ((w[k] | w[k + 1] | w[k + 2] | w[k + 3]) & _HIGH_BITS) == 0:
+        k += 4
+    while k < nw and (w[k] & _HIGH_BITS) == 0:
+        k += 1
+    a = max(a, k << 3)
+    while a < nb and u8[a] < 0x80:
+        a += 1
+    return a
+
+
+@numba.njit(cache=True, nogil=True)
+def _last_non_ascii(u8, w, s, t):
+    """The last offset in ``[s, t)`` of a byte ``>= 0x80``, or -1 (``w``: ``_words``)."""
+    while t > s and (t & 7) != 0:
+        t -= 1
+        if u8[t] >= 0x80:
+            return t
+    k = t >> 3
+    k0 = (s + 7) >> 3
+    while k > k0 and (w[k - 1] & _HIGH_BITS) == 0:
+        k -= 1
+    t = min(t, k << 3)
+    while t > s:
+        t -= 1
+        if u8[t] >= 0x80:
+            return t
+    return -1
+
+
+@numba.njit(cache=True, nogil=True)
+def _ascii_part_bounds(u8, min_run, bits, class_of, stable, nfc, f1, k1, c1, t1, f2, k2, c2, t2,
+                       has2, maxlit):  # fmt: skip
+    """Byte offsets ``[0, ..., len]`` of certified cuts (``_byte_cut_near``) that give every
+    ASCII stretch of ``min_run`` or more bytes a part of its own, all ASCII, so that
+    ``_encode_text`` reads it without decoding; the rest (the stretches holding other
+    characters) become the parts between.  ``[0, len]``: no such stretch.
+
+    A stretch starting at ``s`` is long only if ``u8[s:s + min_run]`` is all ASCII, so
+    that window is read from its end: a non-ASCII byte at ``x`` moves ``s`` past it at
+    once (prose in other scripts costs a few words read every ~``min_run`` bytes), a
+    clean window is extended forward to the stretch's end.  Two small cut searches per
+    stretch; a stretch whose edges have no cut within ``CUT_FIRST_SEARCH`` bytes stays
+    in its neighbours' parts."""
+    nb = u8.size
+    w = _words(u8)
+    out = np.empty(2 * (nb // max(min_run, 1)) + 3, dtype=np.int64)
+    out[0] = 0
+    m = 1
+    s = 0
+    while nb - s >= min_run:
+        last = _last_non_ascii(u8, w, s, s + min_run)
+        if last >= 0:
+            s = last + 1
+            continue
+        end = _first_non_ascii(u8, w, s + min_run)  # [s, end) is the ASCII stretch
+        lo = s
+        if s > 0:
+            lo = _byte_cut_near(u8, s, CUT_FIRST_SEARCH, bits, class_of, stable, nfc, f1, k1,
+                                c1, t1, f2, k2, c2, t2, has2, maxlit)  # fmt: skip
+        hi = end
+        if end < nb and lo >= 0:
+            hi = _byte_cut_near(u8, end - CUT_FIRST_SEARCH, CUT_FIRST_SEARCH, bits, class_of,
+                                stable, nfc, f1, k1, c1, t1, f2, k2, c2, t2, has2, maxlit)  # fmt: skip
+        if lo >= 0 and lo < hi <= end:
+            if lo > out[m - 1]:
+                out[m] = lo
+                m += 1
+            if hi < nb:
+                out[m] = hi
+                m += 1
+        s = end
+    if out[m - 1] < nb:
+        out[m] = nb
+        m += 1
+    return out[:m].copy()
+
+
 def part_bounds(u8: np.ndarray, parts: int, cut_args: tuple, isolated: bool = False) -> list[int]:
     """Byte offsets ``[0, c1, ..., len]`` of cuts near ``parts`` equal sizes, each found by
     ``_byte_cut_near(u8, target, CUT_SEARCH, *cut_args, isolated)`` (both engines' parts),
@@ -628,6 +728,10 @@ class Workspace(NamedTuple):
     out_s: np.ndarray
     out_e: np.ndarray
     ring: np.ndarray  # int64[RING_WORDS]: keys of the pieces ahead (``rules.encode_range``)
+    # int64[cap + 1]: 0, 1, 2, ... -- an ASCII text's character offsets (``_ascii_offsets``),
+    # written up to ``ident_n[0]`` only, and by nothing else
+    ident: np.ndarray
+    ident_n: np.ndarray  # int64[1]
 
 
 def new_workspace(cap: int) -> Workspace:
@@ -637,6 +741,7 @@ def new_workspace(cap: int) -> Workspace:
         e(cap, np.int64), e(cap, np.int64), e(cap + 1, np.int64), e(cap + 1, np.int64),
         e(cap + 1, np.int64), e(cap + 1, np.int64), e(cap + 1, np.int64), e(3 * cap + 3, np.int64),
         e(cap, np.int64), e(cap, np.int64), e(cap, np.int64), e(RING_WORDS, np.int64),
+        e(cap + 1, np.int64), np.zeros(1, np.int64),
     )  # fmt: skip
 
 
@@ -747,15 +852,46 @@ def thread_workspace(local, nb: int, budget: int, make=new_workspace) -> Workspa
 
 
 @numba.njit(cache=True, nogil=True)
+def _all_ascii(u8):
+    """Whether every byte is below 0x80 (stops at the first word holding one that is not)."""
+    return _first_non_ascii(u8, _words(u8), 0) == u8.size
+
+
+@numba.njit(cache=True, nogil=True)
+def _ascii_offsets(wk, n):
+    """``wk.ident[:n + 1]`` = 0..n: an ASCII text's byte offset of every character.  Only
+    this writes ``ident``, so what ``ident_n`` says was written stays written."""
+    done = wk.ident_n[0]
+    if done <= n:
+        for i in range(done, n + 1):
+            wk.ident[i] = i
+        wk.ident_n[0] = n + 1
+    return wk.ident
+
+
+@numba.njit(cache=True, nogil=True)
 def _encode_text(u8, bits, fold, family, nfc, f1, k1, c1, t1, f2, k2, c2, t2, has2, bt, cache,
-                 lcache, wk, spans):  # fmt: skip
+                 lcache, wk, spans, ascii_direct):  # fmt: skip
     """The whole single-thread path in one compiled call (the repair-window fast path).
 
     ``wk``: a ``Workspace`` of at least ``u8.size`` bytes.  Returns (ids, starts,
     ends, ok), fresh arrays (starts and ends empty when ``spans`` is False); ``ok`` is False when an NFC tokenizer (``nfc``) meets a
     character that is not NFC-safe: ``wk.cps`` and ``wk.fl`` then hold the decoded
     text and its flags, for the caller's NFC check (``CpuEngine._encode_u8``).
+
+    ``ascii_direct`` (``ascii_reads_bytes``): an all-ASCII text is read as it stands --
+    its bytes are its code points and its character offsets 0, 1, 2, ... -- instead of
+    being decoded into ``wk.cps`` / ``char_start`` / ``fl`` (14 bytes stored per
+    character).  ASCII is NFC-stable, so such a text is always ``ok``.
     """
+    if ascii_direct and _all_ascii(u8):
+        n = u8.size
+        offsets = _ascii_offsets(wk, n)
+        nlit = _find_literals(u8, n, f1, k1, c1, t1, f2, k2, c2, t2, has2, wk.ls, wk.le, wk.lid)
+        m = _encode_chunk(0, n, 0, u8, wk.fl, fold, family, u8, offsets, wk.ls, wk.le, wk.lid,
+                          nlit, bt, cache, lcache, wk.ends, wk.sym, wk.rank, wk.nxt, wk.prv,
+                          wk.heap, wk.out_ids, wk.out_s, wk.out_e, spans, wk.ring)  # fmt: skip
+        return _kernel_result(wk, m, spans)
     cps = wk.cps
     char_start = wk.char_start
     fl = wk.fl
@@ -766,9 +902,30 @@ def _encode_text(u8, bits, fold, family, nfc, f1, k1, c1, t1, f2, k2, c2, t2, ha
     m = _encode_chunk(0, n, 0, cps, fl, fold, family, u8, char_start, wk.ls, wk.le, wk.lid, nlit,
                       bt, cache, lcache, wk.ends, wk.sym, wk.rank, wk.nxt, wk.prv, wk.heap,
                       wk.out_ids, wk.out_s, wk.out_e, spans, wk.ring)  # fmt: skip
+    return _kernel_result(wk, m, spans)
+
+
+@numba.njit(cache=True, nogil=True)
+def _kernel_result(wk, m, spans):
+    """``_encode_text``'s answer: its first ``m`` tokens, copied out of the workspace."""
     if not spans:
         return wk.out_ids[:m].astype(np.uint32), wk.out_s[:0].copy(), wk.out_e[:0].copy(), True
     return wk.out_ids[:m].astype(np.uint32), wk.out_s[:m].copy(), wk.out_e[:m].copy(), True
+
+
+def ascii_reads_bytes(bt: BpeTables) -> bool:
+    """Whether the piece loop may read an all-ASCII text's bytes as its code points,
+    with no class bits (``_encode_text``'s ``ascii_direct``).
+
+    The bits (``fl``) are read only by the family's matcher: where the pre-tokenizer is
+    an automaton and no state hands an ASCII character to the matcher (``DEFER``), an
+    ASCII text never reaches it.  Asked of the tables themselves, not assumed.
+    """
+    if bt.pre_table.size <= 1:
+        return False
+    rows = bt.pre_table.reshape(-1, pretok_dfa.COLS)
+    ascii_cols = np.unique(bt.pre_classes[:128])
+    return not bool((rows[:, ascii_cols] & pretok_dfa.DEFER).any())
 
 
 def build_short_map(bt: BpeTables) -> np.ndarray:
@@ -913,6 +1070,7 @@ class CpuEngine:
         # The tables read at random on every piece go to huge pages (fewer TLB misses).
         self.bpe = bt._replace(smap=self.short_map, merges=_huge_copy(bt.merges),
                                vkeys=_huge_copy(bt.vkeys), vids=_huge_copy(bt.vids))  # fmt: skip
+        self._ascii_direct = ascii_reads_bytes(self.bpe)
         self.compile_seconds: float | None = None
         self._encode_kernel = _jit.BoundKernel(_encode_text)  # no per-call argument typing
         self._ranges_serial = _jit.BoundKernel(_encode_ranges_serial)
@@ -993,6 +1151,15 @@ class CpuEngine:
         p = self.prepare(utf8_array(text))
         return _all_cuts(*p.cut_args)
 
+    def ascii_part_bounds(self, text: str) -> list[int]:
+        """Byte offsets where the one-thread path cuts ``text`` (within the workspace budget)
+        to read its long ASCII stretches as bytes (``_ascii_part_bounds``); ``[0, len]``
+        when it does not (for certification)."""
+        u8 = utf8_array(text)
+        if not self._ascii_direct or u8.size < ASCII_RUN_MIN or u8.size > self.workspace_bytes:
+            return [0, u8.size]
+        return _ascii_part_bounds(u8, ASCII_RUN_MIN, *self._cut_args()).tolist()
+
     def prepare(self, u8: np.ndarray, wk: Workspace | None = None,
                 decoded: int | None = None) -> _Prepared:  # fmt: skip
         """Decode, gather classes and extract added-token literals (host side of every path).
@@ -1042,12 +1209,23 @@ class CpuEngine:
         certified boundaries, one after another through this thread's workspace, instead
         of through a one-call workspace of its whole size (fresh pages on every call; 1.22x
         faster at 8M characters in the README's A/B).  (ids, starts, ends, True);
-        ``text``: ``u8``'s str, when the caller has it."""
-        if u8.size <= self.workspace_bytes:
-            return self._encode_u8(u8, spans, text)
-        bounds = self._part_bounds(u8, -(-u8.size // (self.workspace_bytes // 2)))
-        results = [self._encode_u8(u8[a:b], spans) for a, b in pairwise(bounds)]
-        return (*_join_parts(results, spans), True)
+        ``text``: ``u8``'s str, when the caller has it.
+
+        Within the budget, a text with long ASCII stretches beside other characters goes in
+        parts cut at their edges (``_ascii_part_bounds``), so the stretches skip the decode
+        (``_encode_text``'s ``ascii_direct``): real code holds a few non-ASCII characters
+        (one in a 1M slice of the stdlib corpus), which kept the whole text off that path."""
+        if u8.size > self.workspace_bytes:
+            bounds = self._part_bounds(u8, -(-u8.size // (self.workspace_bytes // 2)))
+            if len(bounds) > 2:  # each part smaller than the text: the recursion ends
+                results = [self._encode_bytes(u8[a:b], spans) for a, b in pairwise(bounds)]
+                return (*_join_parts(results, spans), True)
+        elif self._ascii_direct and u8.size >= ASCII_RUN_MIN:
+            bounds = _ascii_part_bounds(u8, ASCII_RUN_MIN, *self._cut_args())
+            if bounds.size > 2:  # long ASCII stretches beside other characters
+                results = [self._encode_u8(u8[a:b], spans) for a, b in pairwise(bounds.tolist())]
+                return (*_join_parts(results, spans), True)
+        return self._encode_u8(u8, spans, text)
 
     # --- all cores --------------------------------------------------------------------------
     def encode_full(self, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -1095,7 +1273,7 @@ class CpuEngine:
         t = self.tables
         wk = self._workspace(u8.size)
         out = self._encode_kernel(u8, t.bits, t.fold, t.family_code, t.nfc, *self._trie_args,
-                                  self.bpe, *self._cache(), wk, spans)  # fmt: skip
+                                  self.bpe, *self._cache(), wk, spans, self._ascii_direct)  # fmt: skip
         if out[3] or not t.nfc:
             return out
         n = _char_count(u8)  # the kernel left the code points and flags in ``wk``
@@ -1107,7 +1285,7 @@ class CpuEngine:
             return (*self._encode_segmented(text, u8, threads=1, stretches=stretches, wk=wk,
                                             decoded=n), True)  # fmt: skip
         return self._encode_kernel(u8, t.bits, t.fold, t.family_code, False, *self._trie_args,
-                                   self.bpe, *self._cache(), wk, spans)  # fmt: skip
+                                   self.bpe, *self._cache(), wk, spans, False)  # fmt: skip
 
     def _cut_args(self) -> tuple:
         """``_byte_cut_near``'s tables after its bytes and target (``part_bounds``)."""

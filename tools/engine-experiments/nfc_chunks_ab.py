@@ -29,13 +29,13 @@ def old_encode_u8(u8, spans=True):
     t = eng.tables
     wk = eng._workspace(u8.size)
     args = (t.bits, t.fold, t.family_code)
-    out = eng._encode_kernel(u8, *args, t.nfc, *eng._trie_args, eng.bpe, *eng._cache(), wk, spans)
+    out = eng._encode_kernel(u8, *args, t.nfc, *eng._trie_args, eng.bpe, *eng._cache(), wk, spans, False)
     if out[3] or not t.nfc:
         return out
     n = C._char_count(u8)
     if C.nfc_stretch_changes(tok.hf.normalizer.normalize_str, wk.cps[:n], wk.fl[:n])[2].any():
         return out  # failed: the caller sends the whole text to the segmented path
-    return eng._encode_kernel(u8, *args, False, *eng._trie_args, eng.bpe, *eng._cache(), wk, spans)
+    return eng._encode_kernel(u8, *args, False, *eng._trie_args, eng.bpe, *eng._cache(), wk, spans, False)
 
 
 def old_bytes(u8, spans=True):
