@@ -9,8 +9,9 @@ from one minute to the next; alternating in one process resolves a few percent):
     .venv/bin/python tools/engine-experiments/inproc_ab.py llama3 code [SAMPLES]
 
 Per 1M slice of ``bench-engine-targets``' corpora: one-thread ``encode_ids`` fresh (first
-time), warm (again) and with empty piece caches; outputs checked equal.  Used for
-``results/runs/engine-ab/short-map-bytes.txt``.
+time), warm (again) and with empty piece caches; outputs checked equal.  A KIND ending in
+``-ascii`` (``code-ascii``) has every non-ASCII character replaced by ``?`` first.  Used for
+``results/runs/engine-ab/short-map-bytes.txt`` and ``ascii-path.txt``.
 """
 import os
 import sys
@@ -46,7 +47,10 @@ def one(eng, text: str, rec: dict) -> np.ndarray:
 def main(name: str, kind: str, samples: int = 8) -> None:
     tok = load(name)
     engines = {"A": A.CpuEngine(tok), "B": B.CpuEngine(tok)}
-    text = corpora()[kind]
+    ascii_only = kind.endswith("-ascii")  # e.g. code-ascii: every non-ASCII character -> "?"
+    text = corpora()[kind.removesuffix("-ascii")]
+    if ascii_only:
+        text = text.encode("ascii", "replace").decode()
     if tok.hf.normalizer is not None:
         text = tok.hf.normalizer.normalize_str(text)
     for e in engines.values():
