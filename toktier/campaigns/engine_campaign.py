@@ -258,6 +258,7 @@ class Certifier:
         return False
 
     def _count_ascii(self, text: str) -> None:
+        """Count ``text`` if the engine reads it (or long stretches of it) as ASCII bytes."""
         bounds = getattr(self.engine, "ascii_part_bounds", None)
         if bounds is None or not getattr(self.engine, "_ascii_direct", False):
             return

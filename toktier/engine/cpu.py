@@ -1156,9 +1156,16 @@ class CpuEngine:
         to read its long ASCII stretches as bytes (``_ascii_part_bounds``); ``[0, len]``
         when it does not (for certification)."""
         u8 = utf8_array(text)
-        if not self._ascii_direct or u8.size < ASCII_RUN_MIN or u8.size > self.workspace_bytes:
-            return [0, u8.size]
-        return _ascii_part_bounds(u8, ASCII_RUN_MIN, *self._cut_args()).tolist()
+        bounds = self._ascii_bounds(u8)
+        return [0, u8.size] if bounds is None else bounds.tolist()
+
+    def _ascii_bounds(self, u8: np.ndarray) -> np.ndarray | None:
+        """``_ascii_part_bounds`` of a text within the budget, or None: no long ASCII
+        stretch beside other characters (or no ASCII path for this tokenizer)."""
+        if not self._ascii_direct or not ASCII_RUN_MIN <= u8.size <= self.workspace_bytes:
+            return None
+        bounds = _ascii_part_bounds(u8, ASCII_RUN_MIN, *self._cut_args())
+        return bounds if bounds.size > 2 else None
 
     def prepare(self, u8: np.ndarray, wk: Workspace | None = None,
                 decoded: int | None = None) -> _Prepared:  # fmt: skip
@@ -1220,11 +1227,9 @@ class CpuEngine:
             if len(bounds) > 2:  # each part smaller than the text: the recursion ends
                 results = [self._encode_bytes(u8[a:b], spans) for a, b in pairwise(bounds)]
                 return (*_join_parts(results, spans), True)
-        elif self._ascii_direct and u8.size >= ASCII_RUN_MIN:
-            bounds = _ascii_part_bounds(u8, ASCII_RUN_MIN, *self._cut_args())
-            if bounds.size > 2:  # long ASCII stretches beside other characters
-                results = [self._encode_u8(u8[a:b], spans) for a, b in pairwise(bounds.tolist())]
-                return (*_join_parts(results, spans), True)
+        elif (ascii_bounds := self._ascii_bounds(u8)) is not None:
+            parts = pairwise(ascii_bounds.tolist())
+            return (*_join_parts([self._encode_u8(u8[a:b], spans) for a, b in parts], spans), True)
         return self._encode_u8(u8, spans, text)
 
     # --- all cores --------------------------------------------------------------------------
