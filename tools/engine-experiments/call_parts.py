@@ -12,10 +12,9 @@ import sys
 import time
 
 import numpy as np
+from hit_floor import warm_slice  # this script's folder is on sys.path
 
-from toktier.bench.engine_targets import corpora, slices
 from toktier.engine import cpu as C
-from toktier.registry import load
 from toktier.textcheck import utf8_array
 
 
@@ -29,11 +28,7 @@ def p50_ms(fn, reps=9):
 
 
 def main(name: str, kind: str) -> None:
-    tok = load(name)
-    eng = C.CpuEngine(tok)
-    text = slices(corpora()[kind], 1_000_000, 8)[3]
-    eng.encode_ids(text, threads=1)
-    eng.encode_ids(text, threads=1)
+    eng, text = warm_slice(name, kind)
     t, bt = eng.tables, eng.bpe
     u8 = utf8_array(text)
     wk = eng._workspace(u8.size)
