@@ -574,6 +574,77 @@ def test_non_ascii_scans_equal_a_byte_by_byte_search(ascii_bytes, high_bytes, sk
     assert cpu._all_ascii(u8) == (high.size == 0)
 
 
+@pytest.mark.parametrize("name", ["llama3", "tekken"])
+def test_ascii_literal_words_walk_as_the_byte_scan(name):
+    """``cpu._ascii_literal_scan`` (literals' first bytes found 8 at a time) takes the
+    same literals as ``literal_scan`` on ASCII texts dense in first bytes, partial and
+    whole literals, at every alignment of the text's start."""
+    from toktier.engine import cpu
+
+    tok = toktier.load(name)
+    eng = engine_for(tok)
+    lit = eng.tables.literals
+    mode, b1, b2 = cpu.ascii_literal_mode(lit.first)
+    assert mode == cpu.ASCII_LITERAL_WORDS and {chr(b1), chr(b2)} <= {"<", "["}
+    contents = [t.content for t in tok.added_tokens[:40] if t.content.isascii()]
+    pieces = contents + [c[: len(c) // 2] for c in contents] + ["<", "[", "<<", "[[", "|", "x", " "]
+
+    @given(st.lists(st.sampled_from(pieces) | st.text(st.characters(max_codepoint=127),
+                                                        max_size=9), max_size=30).map("".join),
+           st.integers(0, 7))  # fmt: skip
+    def prop(text, skip):
+        u8 = np.frombuffer(bytes(skip) + text.encode(), np.uint8)[skip:]
+        n = u8.size
+        got = [np.zeros(n + 1, np.int64) for _ in range(3)]
+        want = [np.zeros(n + 1, np.int64) for _ in range(3)]
+        k = cpu._ascii_literal_scan(u8, b1, b2, lit.first, lit.keys, lit.child, lit.term, *got)
+        m = cpu._find_literals(u8, n, lit.first, lit.keys, lit.child, lit.term,
+                               *eng._trie_args[4:], *want)  # fmt: skip
+        assert k == m
+        for g, w in zip(got, want, strict=True):
+            assert np.array_equal(g[:k], w[:m])
+
+    prop()
+
+
+def test_ascii_literal_mode_by_the_literals_first_bytes():
+    from toktier.engine import cpu
+
+    first = np.zeros(0x110000, np.uint8)
+    assert cpu.ascii_literal_mode(first) == (cpu.NO_ASCII_LITERAL, 0, 0)
+    first[0x4E00] = 1  # a literal that begins with a CJK character: none in ASCII
+    assert cpu.ascii_literal_mode(first) == (cpu.NO_ASCII_LITERAL, 0, 0)
+    first[ord("<")] = 1
+    assert cpu.ascii_literal_mode(first) == (cpu.ASCII_LITERAL_WORDS, ord("<"), ord("<"))
+    first[ord("[")] = 1
+    assert cpu.ascii_literal_mode(first) == (cpu.ASCII_LITERAL_WORDS, ord("<"), ord("["))
+    first[ord("{")] = 1
+    assert cpu.ascii_literal_mode(first)[0] == cpu.ASCII_LITERAL_SCAN
+
+
+@pytest.mark.parametrize("mode", ["scan", "none"])
+def test_ascii_path_with_other_literal_modes_stays_exact(mode):
+    """The other two modes on a real engine: the byte scan finds what the word scan
+    finds; "no ASCII literal" is exact on text that holds none."""
+    from toktier.engine import cpu
+
+    eng = CpuEngine(toktier.load("llama3"))
+    text = "x = '<|begin_of_text|>' if a < b else [c]\n" * 50
+    want = eng.encode(text)
+    if mode == "scan":
+        eng._ascii_literals = (cpu.ASCII_LITERAL_SCAN, 0, 0)
+        got = eng.encode(text)
+    else:
+        eng._ascii_literals = (cpu.NO_ASCII_LITERAL, 0, 0)
+        text = text.replace("<|", "<")
+        want = eng.tokenizer.hf.encode(text, add_special_tokens=False).ids
+        got = eng.encode(text)
+        assert got[0].tolist() == want
+        return
+    for g, w in zip(got, want, strict=True):
+        assert np.array_equal(g, w)
+
+
 _ISLANDS = ["é", "日本語", " — ", "\u0301", "👍🏽", "Ünïcödé wörds ", "\u200d", "<|x|>é"]
 
 

@@ -33,6 +33,7 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from ..families import stability
 from ..families.classes import NFC_UNSAFE
@@ -58,6 +59,7 @@ literal_at = RULES.literal_at
 pretokenize_segment = RULES.pretokenize_segment
 pretokenize_range = RULES.pretokenize_range
 literal_scan = RULES.literal_scan
+literal_take = RULES.literal_take
 encode_range = RULES.encode_range
 bpe_merge = RULES.bpe_merge
 pair_code = RULES.pair_code
@@ -114,6 +116,56 @@ def _find_literals(cps, n, f1, k1, c1, t1, f2, k2, c2, t2, has2, ls, le, lid):
             lid[m] = a_id[k]
             m += 1
             pos = a_e[k]
+    return m
+
+
+_LOW_BYTES = np.uint64(0x0101010101010101)
+NO_ASCII_LITERAL, ASCII_LITERAL_WORDS, ASCII_LITERAL_SCAN = 0, 1, 2  # ``ascii_literal_mode``
+
+
+def ascii_literal_mode(first: np.ndarray) -> tuple[int, int, int]:
+    """How an all-ASCII text's added-token literals are found: (mode, byte, byte).
+
+    The literal walk visits the positions whose character can begin a literal
+    (``first``).  In ASCII text that is a byte of ``first[:128]``: none (no literal can
+    occur: ``NO_ASCII_LITERAL``), one or two (every tokenizer here: ``<``, and ``[`` for
+    tekken; ``_ascii_literal_scan`` finds them 8 bytes a step: ``ASCII_LITERAL_WORDS``),
+    or more (the byte-at-a-time ``literal_scan``: ``ASCII_LITERAL_SCAN``)."""
+    starts = np.flatnonzero(first[:128])
+    if starts.size == 0:
+        return NO_ASCII_LITERAL, 0, 0
+    if starts.size <= 2:
+        return ASCII_LITERAL_WORDS, int(starts[0]), int(starts[-1])
+    return ASCII_LITERAL_SCAN, 0, 0
+
+
+@numba.njit(cache=True, nogil=True)
+def _ascii_literal_scan(u8, b1, b2, first, tkeys, tchild, term, ls, le, lid):
+    """``literal_scan`` of an all-ASCII text whose literals can begin only with the bytes
+    ``b1`` or ``b2``: the same walk (``literal_take`` at each such position, in order),
+    the positions found 8 bytes a step (a word with a zero byte after xor-ing with
+    ``b * 0x0101..``; a borrow can flag a byte next to a real match, so each flagged
+    byte is checked against ``first`` as ``literal_scan`` checks every byte).
+    ~2.5x faster than the byte loop on code (``results/runs/engine-ab/``)."""
+    nb = u8.size
+    w = _words(u8)
+    x1 = np.uint64(b1) * _LOW_BYTES
+    x2 = np.uint64(b2) * _LOW_BYTES
+    pos = 0
+    m = 0
+    for k in range(w.size):
+        v = w[k]
+        a = v ^ x1
+        b = v ^ x2
+        z = ((a - _LOW_BYTES) & ~a & _HIGH_BITS) | ((b - _LOW_BYTES) & ~b & _HIGH_BITS)
+        while z != 0:
+            i = (k << 3) + (trailing_zeros(z) >> 3)
+            if first[u8[i]] != 0:
+                pos, m = literal_take(u8, i, pos, nb, first, tkeys, tchild, term, ls, le, lid, m)
+            z &= z - np.uint64(1)
+    for i in range(w.size << 3, nb):
+        if first[u8[i]] != 0:
+            pos, m = literal_take(u8, i, pos, nb, first, tkeys, tchild, term, ls, le, lid, m)
     return m
 
 
@@ -608,12 +660,14 @@ def _cut_before(t, n, cps, fl, class_of, stable, nfc, ls, le, nlit):
 
 @numba.njit(cache=True, nogil=True)
 def _encode_chunk(c0, c1, n0, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit, bt, cache,
-                  lcache, ends, sym, rank, nxt, prv, heap, out_ids, out_s, out_e, spans, ring):  # fmt: skip
-    """Encode characters ``[c0, c1)`` into the output slots from ``n0``; returns the count."""
+                  lcache, ends, sym, rank, nxt, prv, heap, out_ids, out_s, out_e, spans, ring,
+                  byte_offsets=False):  # fmt: skip
+    """Encode characters ``[c0, c1)`` into the output slots from ``n0``; returns the count.
+    ``byte_offsets``: an all-ASCII text (``rules.encode_range``)."""
     lit0 = np.searchsorted(ls[:nlit], c0)
     n = encode_range(c0, c1, cps, fl, fold, family, u8, char_start, ls, le, lid, lit0, nlit, bt,
                      ends, sym, rank, nxt, prv, heap, cache, lcache, out_ids, out_s, out_e,
-                     n0, spans, ring)  # fmt: skip
+                     n0, spans, ring, byte_offsets)  # fmt: skip
     return n - n0
 
 
@@ -871,7 +925,7 @@ def _ascii_offsets(wk, n):
 
 @numba.njit(cache=True, nogil=True)
 def _encode_text(u8, bits, fold, family, nfc, f1, k1, c1, t1, f2, k2, c2, t2, has2, bt, cache,
-                 lcache, wk, spans, ascii_direct):  # fmt: skip
+                 lcache, wk, spans, ascii_direct, lit_mode, lit_b1, lit_b2):  # fmt: skip
     """The whole single-thread path in one compiled call (the repair-window fast path).
 
     ``wk``: a ``Workspace`` of at least ``u8.size`` bytes.  Returns (ids, starts,
@@ -882,15 +936,22 @@ def _encode_text(u8, bits, fold, family, nfc, f1, k1, c1, t1, f2, k2, c2, t2, ha
     ``ascii_direct`` (``ascii_reads_bytes``): an all-ASCII text is read as it stands --
     its bytes are its code points and its character offsets 0, 1, 2, ... -- instead of
     being decoded into ``wk.cps`` / ``char_start`` / ``fl`` (14 bytes stored per
-    character).  ASCII is NFC-stable, so such a text is always ``ok``.
+    character).  ASCII is NFC-stable, so such a text is always ``ok``.  Its literals:
+    ``lit_mode`` and the bytes ``lit_b1``, ``lit_b2`` (``ascii_literal_mode``).
     """
     if ascii_direct and _all_ascii(u8):
         n = u8.size
         offsets = _ascii_offsets(wk, n)
-        nlit = _find_literals(u8, n, f1, k1, c1, t1, f2, k2, c2, t2, has2, wk.ls, wk.le, wk.lid)
+        if has2 or lit_mode == ASCII_LITERAL_SCAN:
+            nlit = _find_literals(u8, n, f1, k1, c1, t1, f2, k2, c2, t2, has2, wk.ls, wk.le,
+                                  wk.lid)  # fmt: skip
+        elif lit_mode == ASCII_LITERAL_WORDS:
+            nlit = _ascii_literal_scan(u8, lit_b1, lit_b2, f1, k1, c1, t1, wk.ls, wk.le, wk.lid)
+        else:
+            nlit = 0
         m = _encode_chunk(0, n, 0, u8, wk.fl, fold, family, u8, offsets, wk.ls, wk.le, wk.lid,
                           nlit, bt, cache, lcache, wk.ends, wk.sym, wk.rank, wk.nxt, wk.prv,
-                          wk.heap, wk.out_ids, wk.out_s, wk.out_e, spans, wk.ring)  # fmt: skip
+                          wk.heap, wk.out_ids, wk.out_s, wk.out_e, spans, wk.ring, True)  # fmt: skip
         return _kernel_result(wk, m, spans)
     cps = wk.cps
     char_start = wk.char_start
@@ -1071,6 +1132,7 @@ class CpuEngine:
         self.bpe = bt._replace(smap=self.short_map, merges=_huge_copy(bt.merges),
                                vkeys=_huge_copy(bt.vkeys), vids=_huge_copy(bt.vids))  # fmt: skip
         self._ascii_direct = ascii_reads_bytes(self.bpe)
+        self._ascii_literals = ascii_literal_mode(t.literals.first)
         self.compile_seconds: float | None = None
         self._encode_kernel = _jit.BoundKernel(_encode_text)  # no per-call argument typing
         self._ranges_serial = _jit.BoundKernel(_encode_ranges_serial)
@@ -1278,7 +1340,8 @@ class CpuEngine:
         t = self.tables
         wk = self._workspace(u8.size)
         out = self._encode_kernel(u8, t.bits, t.fold, t.family_code, t.nfc, *self._trie_args,
-                                  self.bpe, *self._cache(), wk, spans, self._ascii_direct)  # fmt: skip
+                                  self.bpe, *self._cache(), wk, spans, self._ascii_direct,
+                                  *self._ascii_literals)  # fmt: skip
         if out[3] or not t.nfc:
             return out
         n = _char_count(u8)  # the kernel left the code points and flags in ``wk``
@@ -1290,7 +1353,8 @@ class CpuEngine:
             return (*self._encode_segmented(text, u8, threads=1, stretches=stretches, wk=wk,
                                             decoded=n), True)  # fmt: skip
         return self._encode_kernel(u8, t.bits, t.fold, t.family_code, False, *self._trie_args,
-                                   self.bpe, *self._cache(), wk, spans, False)  # fmt: skip
+                                   self.bpe, *self._cache(), wk, spans, False,
+                                   *self._ascii_literals)  # fmt: skip
 
     def _cut_args(self) -> tuple:
         """``_byte_cut_near``'s tables after its bytes and target (``part_bounds``)."""

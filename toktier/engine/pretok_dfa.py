@@ -58,9 +58,10 @@ LETTERS = (K_L, K_LS, K_LR, K_LL, K_LE)
 # takes over from the last boundary (a case the automaton does not model).
 E0, E1, EP, DEFER, E2 = 1, 2, 4, 8, 16
 # The pair table (``build_pairs``): a state's row has PAIR_COLS columns, (a << 5) | b for the
-# classes a, b of two characters; an entry (int16) is the state after both (its single-table
-# row offset, state * COLS) | P0 (a boundary before the first) | P1 (before the second), or
-# PSLOW: take one step with the single table instead.
+# classes a, b of two characters; an entry (int16) is the state after both (its pair-table
+# row offset, state * PAIR_COLS: the next read's index is that plus the classes, one add
+# on the chain of reads) | P0 (a boundary before the first) | P1 (before the second), or
+# PSLOW: take one step with the single table instead (its row: the offset >> PAIR_SHIFT).
 PAIR_SHIFT = 5
 PAIR_COLS = 1 << (2 * PAIR_SHIFT)
 P0, P1, PSLOW = 1, 2, 4
@@ -222,13 +223,14 @@ def build_pairs(table: np.ndarray) -> np.ndarray:
     a = np.arange(ncls)[:, None]
     b = np.arange(ncls)[None, :]
     out = np.empty((t.shape[0], ncls, ncls), dtype=np.int16)
-    assert t.shape[0] * COLS < 1 << 15  # a row offset fits an int16
+    assert t.shape[0] * PAIR_COLS < 1 << 15  # a pair row offset fits an int16
     flat = t.reshape(-1)
     for s in range(t.shape[0]):
         x1 = t[s, :ncls][a]  # (ncls, 1)
         x2 = flat[(x1 & ~(COLS - 1)) + b]  # the second step, from x1's state
         slow = ((x1 | x2) & (COLS - 1 - E0)) != 0  # E1, EP, DEFER or E2
-        fast = (x2 & ~(COLS - 1)) | np.where(x1 & E0, P0, 0) | np.where(x2 & E0, P1, 0)
+        after = (x2 // COLS) * PAIR_COLS  # the next state's pair row offset
+        fast = after | np.where(x1 & E0, P0, 0) | np.where(x2 & E0, P1, 0)
         out[s] = np.where(slow, PSLOW, fast)
     return out.reshape(-1)
 

@@ -110,7 +110,8 @@ def pretokenize(cps, fl, fold, n, family, bt, ends):
 def pieces(n, cps, fl, fold, family, u8, char_start, ls, le, lid, bt, ends, sym, rank, nxt, prv,
            heap, cache, lcache, out, ring):  # fmt: skip
     return encode_range(0, n, cps, fl, fold, family, u8, char_start, ls, le, lid, 0, 0, bt, ends,
-                        sym, rank, nxt, prv, heap, cache, lcache, out, out, out, 0, False, ring)  # fmt: skip
+                        sym, rank, nxt, prv, heap, cache, lcache, out, out, out, 0, False, ring,
+                        False)  # fmt: skip
 
 
 @numba.njit(nogil=True)

@@ -46,7 +46,7 @@ def k_encode_ranges(lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le,
             lit0 += 1
         n = encode_range(lo[k], hi[k], cps, fl, fold, family, u8, char_start, ls, le, lid, lit0,
                          nlit, bt, ends[k], sym[k], rank[k], nxt[k], prv[k], heap[k], cache[k],
-                         lcache[k], out_ids, out_s, out_e, base[k], True, ring)  # fmt: skip
+                         lcache[k], out_ids, out_s, out_e, base[k], True, ring, False)  # fmt: skip
         counts[k] = n - base[k]
 
 
