@@ -220,6 +220,56 @@ def test_sample_order_rotates_the_light_methods_and_keeps_the_heavy_ones_last():
     assert all(o[-3:] == ["Gigatoken", "HF serial", "LoPT repro."] for o in orders)
 
 
+def test_fresh_str_carries_no_utf8_cache():
+    """A str whose UTF-8 a PyO3 tokenizer made keeps it (CPython caches it; ``getsizeof``
+    counts it); each timed method gets an equal copy without it, as a new request has."""
+    import ctypes
+    import sys
+
+    from toktier.bench.timing import fresh_str
+
+    as_utf8 = ctypes.pythonapi.PyUnicode_AsUTF8AndSize
+    as_utf8.restype = ctypes.c_void_p
+    as_utf8.argtypes = [ctypes.py_object, ctypes.POINTER(ctypes.c_ssize_t)]
+    text = "naïve café " * 50
+    bare = sys.getsizeof(text)
+    as_utf8(text, ctypes.byref(ctypes.c_ssize_t()))
+    assert sys.getsizeof(text) > bare  # the cache is there now
+    copy = fresh_str(text)
+    assert copy == text and copy is not text and sys.getsizeof(copy) == bare
+    assert fresh_str("") == ""
+
+
+def test_engine_targets_give_each_method_its_own_copy(monkeypatch):
+    """No method is timed on a str another method has already converted."""
+    from toktier.bench import engine_targets
+
+    seen = []
+
+    def prep(t):
+        seen.append(t)
+        return lambda: [1]
+
+    monkeypatch.setattr(engine_targets, "methods",
+                        lambda tok, lopt: {"toktier CPU, 1 thread": prep, "fastokens": prep})  # fmt: skip
+
+    class Tok:
+        name = "x"
+
+        class hf:  # the attribute's name in Tokenizer
+            normalizer = None
+
+            @staticmethod
+            def encode(text, add_special_tokens):
+                return type("E", (), {"ids": [1]})()
+
+    monkeypatch.setattr(engine_targets, "corpora", lambda: {"code": " ".join(map(str, range(200)))})
+    rows = engine_targets.run(Tok, [40], 2, kinds=("code",), progress=False, small_factor=1)
+    assert len(rows) == 4 and all(r["exact"] for r in rows if r["method"].startswith("toktier"))
+    timed = seen[-4:]  # after the warm-ups
+    assert len({id(t) for t in timed}) == 4 and len(set(timed)) == 2
+
+
 def test_engine_targets_time_every_method_on_the_same_distinct_texts():
     """Issue #12's target benchmark: distinct slices of exactly the asked size, every method
     on each, toktier's samples checked against the reference, ratios computed per cell."""

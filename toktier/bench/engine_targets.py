@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 
 from ..campaigns import corpus
 from .full_bench import methods
-from .timing import sample_order, time_ms
+from .timing import fresh_str, sample_order, time_ms
 
 METHODS = ("toktier CPU, 1 thread", "toktier CPU, all cores", "Gigatoken, empty cache",
            "fastokens", "HF serial")  # fmt: skip
@@ -82,14 +82,14 @@ def run(tok, sizes, samples: int, *, kinds=KINDS, progress: bool = True,
         warm = slices(texts[kind][chars // 7 :] + texts[kind], chars, 1)[0]
         for name, prep in ms.items():
             if not name.startswith(("HF", "LoPT")):
-                prep(warm)()
+                prep(fresh_str(warm))()
         for i, text in enumerate(slices(texts[kind], chars,
                                         cell_samples(chars, samples, small_factor))):  # fmt: skip
             if nfc:  # what a serving front end sends an NFC tokenizer is usually NFC already
                 text = tok.hf.normalizer.normalize_str(text)
             checks = []
             for name, prep in sample_order(ms, i):  # a different method follows the heavy ones
-                fn = prep(text)
+                fn = prep(fresh_str(text))  # no UTF-8 cached by the method before it
                 row = {"tokenizer": tok.name, "text": kind, "chars": chars, "method": name,
                        "sample": i, "ms": time_ms(fn)}  # fmt: skip
                 if name.startswith("toktier"):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import time
+from functools import partial
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -31,6 +32,7 @@ from ..baselines import FastokensFull, GigatokenPrewarmed, HFFull
 from ..engine.reference import ReferenceEngine
 from ..tier import Tier
 from ..workload.templates import render_segments
+from .timing import fresh_str
 
 METHODS = (
     "HF full re-encode",
@@ -121,7 +123,8 @@ def frontend_cost(tok, trajs, *, methods=METHODS, progress: bool = True) -> list
             got = []
             prev = 0
             for k, prompt in enumerate(prompts):
-                cpu, wall, (out, path) = _timed(lambda p=prompt, c=call, s=traj.session: c(s, p))
+                cpu, wall, (out, path) = _timed(  # a copy: no UTF-8 cached by another method
+                    partial(call, traj.session, fresh_str(prompt)))
                 # what the call re-tokenized: a repair its window, any other path the text
                 scanned = out.window_chars if path == "repair" else len(prompt)
                 rows.append({

@@ -23,6 +23,19 @@ def timed(fn: Callable[[], object]) -> tuple[float, object]:
     return dt / 1e6, out
 
 
+def fresh_str(text: str) -> str:
+    """A new str equal to ``text``, with no UTF-8 cached in it: what each timed method gets.
+
+    CPython keeps a str's UTF-8 once ``PyUnicode_AsUTF8AndSize`` has made it (the PyO3
+    tokenizers -- HF, fastokens, Gigatoken -- take text through it) and ``str.encode`` copies
+    that cache instead of encoding.  Methods timed one after the other on one str object
+    therefore handed the later ones their str -> UTF-8 for free (1M characters: 0.65 ms of
+    code, 2.3 ms of multilingual prose; Gigatoken always ran after fastokens), while a
+    request decoded from JSON arrives with none (``results/runs/engine-ab/utf8-cache.txt``).
+    """
+    return (text + "\0")[:-1]
+
+
 def rotated(items, k: int) -> list:
     """``items`` starting at position ``k`` (mod its length) and wrapping around."""
     items = list(items)
