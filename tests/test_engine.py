@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import toktier
 from toktier.campaigns import corpus, engine_campaign
-from toktier.engine import default_engine, jit
+from toktier.engine import cpu, default_engine, jit
 from toktier.engine.cpu import CpuEngine, engine_for
 from toktier.engine.tables import EngineUnsupported, bytes_hash
 from toktier.errors import InvalidTextError
@@ -150,11 +150,53 @@ def test_parallel_parts_are_cut_where_both_sides_encode_alone(engine):
             assert ids.tolist() == ref.ids
             assert list(zip(starts.tolist(), ends.tolist(), strict=True)) == ref.offsets
             u8 = np.frombuffer(text.encode(), np.uint8)
-            bounds = engine._part_bounds(u8, parts)
-            for c in bounds[1:-1]:
-                p = len(u8[:c].tobytes().decode())
+            byte_cuts = [len(u8[:c].tobytes().decode()) for c in engine._part_bounds(u8, parts)]
+            char_cuts = cpu.char_part_bounds(text, parts, engine._cut_args())  # a str's parts
+            for p in {*byte_cuts[1:-1], *char_cuts[1:-1]}:
                 left = enc(text[:p], add_special_tokens=False).ids
                 assert left + enc(text[p:], add_special_tokens=False).ids == ref.ids, (p, text)
+
+
+def test_a_strs_cut_from_its_window_is_the_whole_texts_cut(engine):
+    """``encode_parallel`` cuts a str that is not all ASCII by characters, each cut found
+    from a window of the str encoded alone (``char_cut_near``), so no thread makes the whole
+    text's UTF-8 first: at every target, that cut is the one ``_byte_cut_near`` finds on the
+    whole text's bytes.  Targets at random and at both edges; code, multilingual prose and
+    literal-dense text, with characters of 1-4 bytes around the windows' ends."""
+    args = engine._cut_args()
+    lits = [t.content for t in engine.tokenizer.added_tokens if t.content][:8]
+    rng = random.Random(5)
+    texts = [
+        "".join(itertools.islice(corpus.stdlib_documents(), 20))[:30_000] + "é",
+        "".join(itertools.islice(corpus.pycountry_documents(), 3))[:30_000],
+        "".join(rng.choice([*lits, " x", "é", "e\u0301", "中文", "😀", "\n", "  "])
+                for _ in range(5000)),
+    ]  # fmt: skip
+    found = 0
+    for text in texts:
+        u8 = np.frombuffer(text.encode(), np.uint8)
+        starts = np.flatnonzero((u8 & 0xC0) != 0x80)  # the byte offset of every character
+        targets = [1, 2, 3, len(text) - 1, *(rng.randrange(1, len(text)) for _ in range(120))]
+        for c in targets:
+            for search in (cpu.CUT_FIRST_SEARCH, 64):
+                whole = cpu._byte_cut_near(u8, int(starts[c]), search, *args)
+                got = cpu.char_cut_near(text, c, search, args)
+                assert got == (-1 if whole < 0 else int(np.searchsorted(starts, whole))), (c, search)
+                found += got >= 0
+    assert found > 300
+
+
+def test_a_lone_surrogate_in_a_later_part_is_refused_at_its_index(engine):
+    """The parts of a str make their own UTF-8: a lone surrogate in any of them is refused
+    with the whole text's first one, as the one-thread path refuses it."""
+    unit = "naïve = f(x)  # café 中文\n"
+    text = unit * (cpu.MIN_PARALLEL_CHARS // len(unit) + 10)
+    bad = text[:50_000] + "\udc80" + text[50_000:60_000] + "\ud800" + text[60_000:]
+    for threads in (2, 3):
+        with pytest.raises(InvalidTextError, match="U\\+DC80 at index 50000"):
+            engine.encode_parallel(bad, threads=threads)
+    assert engine.encode_ids(text, threads=2).tolist() == engine.tokenizer.hf.encode(
+        text, add_special_tokens=False).ids  # fmt: skip
 
 
 def test_the_small_cut_window_finds_the_large_windows_first_cut(engine):

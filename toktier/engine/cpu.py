@@ -35,6 +35,7 @@ import numba
 import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
+from ..errors import InvalidTextError
 from ..families import stability
 from ..families.classes import NFC_UNSAFE
 from ..textcheck import utf8_array
@@ -377,6 +378,45 @@ def part_bounds(u8: np.ndarray, parts: int, cut_args: tuple, isolated: bool = Fa
         if out[-1] < c < nb:
             out.append(int(c))
     out.append(nb)
+    return out
+
+
+def char_cut_near(text: str, c: int, search: int, cut_args: tuple) -> int:
+    """``_byte_cut_near`` at character ``c`` of a str, from a window of it encoded alone: the
+    character offset of the first certified cut within ``search`` bytes at or after ``c``,
+    or -1.
+
+    ``_byte_cut_near`` reads only the bytes ``[b - 4 * (maxlit + 2), b + search]`` around its
+    target ``b`` (its ``lo`` and ``hi``) and asks whether they start and end the text.  The
+    window taken here holds more than that on each side (a character is at least one byte),
+    or reaches the text's edge where the text's own search would too, so the search sees the
+    same bytes with the same edges and finds the same cut."""
+    maxlit = cut_args[-1]
+    a = max(0, c - 4 * (maxlit + 2) - 8)
+    z = min(len(text), c + search + 8)
+    wb = utf8_array(text[a:z])
+    b = len(text[a:c].encode("utf-8"))
+    off = _byte_cut_near(wb, b, search, *cut_args)
+    if off < 0:
+        return -1
+    return a + int(np.count_nonzero((wb[:off] & 0xC0) != 0x80))
+
+
+def char_part_bounds(text: str, parts: int, cut_args: tuple) -> list[int]:
+    """Character offsets ``[0, c1, ..., len]`` of certified cuts near ``parts`` equal
+    character counts: ``part_bounds`` on the str, each cut found by ``char_cut_near``, so the
+    caller never makes the whole text's UTF-8 (each part makes its own on the thread that
+    encodes it)."""
+    n = len(text)
+    out = [0]
+    for k in range(1, parts):
+        target = max(n * k // parts, out[-1] + 1)
+        c = char_cut_near(text, target, CUT_FIRST_SEARCH, cut_args)
+        if c < 0:
+            c = char_cut_near(text, target, CUT_SEARCH, cut_args)
+        if out[-1] < c < n:
+            out.append(c)
+    out.append(n)
     return out
 
 
@@ -1313,14 +1353,39 @@ class CpuEngine:
         segmented path (reference stretches) on its own, on the thread that has it.
         ``spans`` False: starts and ends may come back empty (``encode_ids``).
         """
-        u8 = utf8_array(text)
         threads = threads or self.threads
+        if (isinstance(text, str) and threads > 1 and len(text) >= min_chars
+                and not text.isascii()):  # fmt: skip
+            bounds = char_part_bounds(text, chunk_count(len(text), threads), self._cut_args())
+            if len(bounds) > 2:
+                return self._encode_str_parts(text, bounds, threads, spans)
+        u8 = utf8_array(text)
         if len(text) < min_chars or threads <= 1:
             return self._encode_validated(text, u8, spans)
         bounds = self._part_bounds(u8, chunk_count(u8.size, threads))
         if len(bounds) > 2:
             return self._encode_parts(u8, bounds, threads, spans)
         return self._encode_validated(text, u8, spans)  # no certified cut to split at
+
+    def _encode_str_parts(self, text: str, bounds: list[int], threads: int, spans: bool = True):
+        """Encode the parts ``text[bounds[k]:bounds[k+1]]`` (character offsets) on ``threads``
+        threads, each making its part's UTF-8 itself, and join them.
+
+        Why: a str that is not all ASCII takes CPython 0.8-2.1 ms per 1M characters to
+        encode, holding the GIL, so made up front it ran before any part could start (and
+        capped two threads at ~1.8x; ``results/runs/engine-ab/parallel-serial-parts.txt``).
+        Made per part, one thread's encode overlaps the other's compiled work.  An ASCII
+        str's UTF-8 is a copy of its bytes (~0.05 ms), so it keeps the byte-offset path."""
+        def one(job):
+            part = text[job[0] : job[1]]
+            return self._encode_bytes(utf8_array(part), spans, part)
+
+        try:
+            results = run_chunks(self._parts, list(pairwise(bounds)), threads, one)
+        except InvalidTextError:
+            utf8_array(text)  # the whole text's error, at its first lone surrogate
+            raise
+        return _join_parts(results, spans)
 
     def _encode_u8(self, u8: np.ndarray, spans: bool = True, text: str | None = None):
         """The single-thread path on UTF-8 bytes: (ids, starts, ends, True).
