@@ -4,18 +4,21 @@
 method meets caches the others filled; here only the two run, on ``bench-engine-targets``'
 slices: per slice a new Gigatoken object (construction not timed) and toktier's engine
 (one object, its piece caches holding the earlier slices) first on the fresh slice, then on
-the same slice again (every piece cached).  Outputs checked equal.
+the same slice again (every piece cached); each call on its own copy of the slice
+(``bench.timing.fresh_str``: no UTF-8 cached in it).  Outputs checked equal.
 
 Usage: ``.venv/bin/python tools/engine-experiments/gigatoken_inproc.py [NAME] [KIND] [CHARS]``.
 """
 
 import sys
 import time
+from functools import partial
 
 import gigatoken
 import numpy as np
 
 from toktier.bench.engine_targets import corpora, slices
+from toktier.bench.timing import fresh_str
 from toktier.engine.cpu import CpuEngine
 from toktier.registry import load
 
@@ -38,12 +41,13 @@ def main(name: str, kind: str, chars: int, samples: int = 10) -> None:
         giga = gigatoken.Tokenizer(path)
         for who in ("giga", "toktier") if i % 2 else ("toktier", "giga"):
             if who == "giga":
-                ms, a = timed(lambda g=giga, s=s: g.encode(s))
+                ms, a = timed(partial(giga.encode, fresh_str(s)))
                 res["Gigatoken, empty cache"].append(ms)
             else:
-                ms, b = timed(lambda s=s: eng.encode_ids(s, threads=1))
+                ms, b = timed(partial(eng.encode_ids, fresh_str(s), threads=1))
                 res["toktier, fresh slice"].append(ms)
-                res["toktier, again"].append(timed(lambda s=s: eng.encode_ids(s, threads=1))[0])
+                again = timed(partial(eng.encode_ids, fresh_str(s), threads=1))[0]
+                res["toktier, again"].append(again)
         if not np.array_equal(np.asarray(a), np.asarray(b)):
             raise SystemExit(f"slice {i}: the two outputs differ")
     for k, v in res.items():
