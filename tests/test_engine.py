@@ -191,10 +191,12 @@ def test_a_lone_surrogate_in_a_later_part_is_refused_at_its_index(engine):
     with the whole text's first one, as the one-thread path refuses it."""
     unit = "naïve = f(x)  # café 中文\n"
     text = unit * (cpu.MIN_PARALLEL_CHARS // len(unit) + 10)
-    bad = text[:50_000] + "\udc80" + text[50_000:60_000] + "\ud800" + text[60_000:]
-    for threads in (2, 3):
-        with pytest.raises(InvalidTextError, match="U\\+DC80 at index 50000"):
-            engine.encode_parallel(bad, threads=threads)
+    mid = len(text) // 2 + 3  # inside the window two threads' cut is searched in
+    for at in (50_000, mid):
+        bad = text[:at] + "\udc80" + text[at : at + 900] + "\ud800" + text[at + 900 :]
+        for threads in (2, 3):
+            with pytest.raises(InvalidTextError, match=f"U\\+DC80 at index {at};"):
+                engine.encode_parallel(bad, threads=threads)
     assert engine.encode_ids(text, threads=2).tolist() == engine.tokenizer.hf.encode(
         text, add_special_tokens=False).ids  # fmt: skip
 

@@ -1356,9 +1356,13 @@ class CpuEngine:
         threads = threads or self.threads
         if (isinstance(text, str) and threads > 1 and len(text) >= min_chars
                 and not text.isascii()):  # fmt: skip
-            bounds = char_part_bounds(text, chunk_count(len(text), threads), self._cut_args())
-            if len(bounds) > 2:
-                return self._encode_str_parts(text, bounds, threads, spans)
+            try:
+                bounds = char_part_bounds(text, chunk_count(len(text), threads), self._cut_args())
+                if len(bounds) > 2:
+                    return self._encode_str_parts(text, bounds, threads, spans)
+            except InvalidTextError:  # in a cut's window or a part: reported at its own offset
+                utf8_array(text)  # the whole text's error, at its first lone surrogate
+                raise
         u8 = utf8_array(text)
         if len(text) < min_chars or threads <= 1:
             return self._encode_validated(text, u8, spans)
@@ -1380,12 +1384,7 @@ class CpuEngine:
             part = text[job[0] : job[1]]
             return self._encode_bytes(utf8_array(part), spans, part)
 
-        try:
-            results = run_chunks(self._parts, list(pairwise(bounds)), threads, one)
-        except InvalidTextError:
-            utf8_array(text)  # the whole text's error, at its first lone surrogate
-            raise
-        return _join_parts(results, spans)
+        return _join_parts(run_chunks(self._parts, list(pairwise(bounds)), threads, one), spans)
 
     def _encode_u8(self, u8: np.ndarray, spans: bool = True, text: str | None = None):
         """The single-thread path on UTF-8 bytes: (ids, starts, ends, True).
