@@ -317,6 +317,8 @@ def test_gpu_report_draws_real_gpu_runs_only(tmp_path):
     (tmp_path / "tables").mkdir()
     (runs / "gpu-a.json").write_text(json.dumps(record("gpu", "0123456789abcdef+dirty", 1.0)))
     (runs / "gpu-sim.json").write_text(json.dumps(record("cudasim", "fedcba", 9.0)))
+    fresh = record("gpu", "fedcba9876", 2.0) | {"parameters": {"fresh_str": True}}
+    (runs / "gpu-b.json").write_text(json.dumps(fresh))
     cert = {"device": "gpu", "gpu": {"gpu": "Test GPU"}, "machine": {"commit": "abcdef0123"},
             "results": [{"tokenizer": "llama3", "divergences": 0, "id_chars": 10, "examples": []}]}  # fmt: skip
     (runs / "engine-gpu" / "llama3.json").write_text(json.dumps(cert))
@@ -327,7 +329,12 @@ def test_gpu_report_draws_real_gpu_runs_only(tmp_path):
     cert_dflt = cert | {"results": [cert["results"][0] | stats], "gpu_options": {"short_map": None}}
     (runs / "engine-gpu" / "qwen3.json").write_text(json.dumps(cert_dflt))
     out = gpu_report.write_gpu_report(tmp_path)
-    assert set(out["latency"].file) == {"gpu-a.json"}
+    assert set(out["latency"].file) == {"gpu-a.json", "gpu-b.json"}
+    # only a record that says every timed call had its own str copy is tagged so
+    assert out["latency"].groupby("file").fresh_str.all().to_dict() == {
+        "gpu-a.json": False, "gpu-b.json": True}
+    (runs / "gpu-b.json").unlink()
+    out = gpu_report.write_gpu_report(tmp_path)
     assert set(out["latency"].commit) == {"0123456+dirty"} and len(out["latency"]) == 4
     assert out["certification"].commit.tolist() == ["abcdef0"] * 3
     # files sorted: the short-map record first; a record without options or statistics ran

@@ -319,6 +319,9 @@ def run(
             "batch_graphs_ab": batch_graphs_ab,
             "short_map_ab": short_map_ab,
             "units_ab": units_ab,
+            # every timed call gets its own str copy (``timing.fresh_str``): records without
+            # this key timed later methods on a str whose UTF-8 the reference call had cached
+            "fresh_str": True,
         },
         "engines": {},
         "latency": [],

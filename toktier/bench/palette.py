@@ -28,6 +28,10 @@ COLORS = {
     "toktier GPU, graph replay": "#332288",
     "toktier GPU, eager": "#9E9AC8",
     "GPU full re-encode + span export": "#6A51A3",
+    "toktier GPU, arrays, with short map": "#999933",
+    "toktier GPU, arrays, without short map": "#999933",
+    "toktier GPU, arrays, 16-bit upload": "#44AA99",
+    "toktier GPU, arrays, UTF-8 upload": "#44AA99",
     # peers
     "fastokens full re-encode": _VERMILLION,
     "fastokens": _VERMILLION,

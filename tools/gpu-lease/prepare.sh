@@ -3,10 +3,10 @@
 # lease): pinned wheels into .whl/, xz-compressed tokenizer files and the trajectory archive
 # into .dev/ (both git-ignored, carried to the machine), and a default plan.
 # Usage, from the repo root after `toktier build` and `toktier fetch-data mini-swe-agent`:
-#   tools/gpu-lease/prepare.sh qwen3 llama3
+#   tools/gpu-lease/prepare.sh cl100k deepseek-v4 qwen3.6 mistral-sp-v3
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
-names=("${@:-llama3 qwen3}")
+names=("${@:-cl100k deepseek-v4 qwen3.6 mistral-sp-v3}")
 grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
 grep -qx '/.dev/' .git/info/exclude 2>/dev/null || echo '/.dev/' >> .git/info/exclude
 plat=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64
@@ -22,19 +22,19 @@ done
 cp data/build/archives/mini-swe-agent-gemini3-swebench-verified.tar.xz .dev/
 [ -e .dev/plan.sh ] || cat > .dev/plan.sh <<'PLAN'
 # step NAME CAP_SECONDS command...   (each step gets what is left of BUDGET, capped)
-# The short-piece map is the GPU default since 2026-11-27 (all seven byte-level tokenizers
-# certified with it).  Next: 16-bit uploads (GpuEngine(units=True), off until certified):
-# their GPU campaigns, and their A/B in bench-gpu beside the map's (5 samples a size).  A
-# fresh machine compiles every CPU and GPU function in its first step: give that step room.
-# Run as: tools/gpu-lease/prepare.sh qwen3 llama3
-step cert-units-qwen3 240 python3 -m toktier certify-engine qwen3 --device gpu --units \
-    --chars 1000000 --quiet --out $OUT/engine-gpu-qwen3-units.json
-step bench-qwen3 240 python3 -m toktier bench-gpu --tokenizers qwen3 --units-ab --short-map-ab \
-    --samples 5 --tail-samples 100 --quiet --out $OUT/gpu-bench-qwen3.json
-step cert-units-llama3 150 python3 -m toktier certify-engine llama3 --device gpu --units \
-    --chars 1000000 --quiet --out $OUT/engine-gpu-llama3-units.json
-step bench-llama3 240 python3 -m toktier bench-gpu --tokenizers llama3 --units-ab \
-    --samples 5 --tail-samples 100 --quiet --out $OUT/gpu-bench-llama3.json
+# 16-bit uploads (GpuEngine(units=True)) are certified on the device for qwen3, llama3,
+# gpt-oss and tekken (seventh lease, 2026-11-27, at c3c171c); the default stays off until the
+# rest are: cl100k, deepseek-v4, qwen3.6 and the SentencePiece models.  A fresh machine
+# compiles every CPU and GPU function in its first step: give that step room (~110 s more).
+# Run as: tools/gpu-lease/prepare.sh cl100k deepseek-v4 qwen3.6 mistral-sp-v3
+step cert-units-cl100k 230 python3 -m toktier certify-engine cl100k --device gpu --units \
+    --chars 1000000 --quiet --out $OUT/engine-gpu-cl100k-units.json
+step cert-units-deepseek-v4 130 python3 -m toktier certify-engine deepseek-v4 --device gpu \
+    --units --chars 1000000 --quiet --out $OUT/engine-gpu-deepseek-v4-units.json
+step cert-units-qwen3.6 150 python3 -m toktier certify-engine qwen3.6 --device gpu --units \
+    --chars 1000000 --quiet --out $OUT/engine-gpu-qwen3.6-units.json
+step cert-units-mistral-sp-v3 150 python3 -m toktier certify-engine mistral-sp-v3 \
+    --device gpu --units --chars 1000000 --quiet --out $OUT/engine-gpu-mistral-sp-v3-units.json
 PLAN
 du -sh .whl .dev
 echo "Untrack results/ for the transfer (64 MiB limit), run, then restore:"
