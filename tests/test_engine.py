@@ -811,6 +811,25 @@ def test_nfc_changes_in_one_call_equals_one_call_per_stretch(stretches, every_pu
     assert got.tolist() == [normalize(text[a:b]) != text[a:b] for a, b in zip(ra, rb, strict=True)]
 
 
+def test_changed_stretches_walk_both_texts_and_refuse_a_different_count():
+    """The compiled walk behind ``nfc_changes``: stretch k of the normalized join against
+    stretch k of the original (equal length and code points, or changed); a normalized join
+    with more or fewer stretches is refused (None), never misaligned."""
+    from toktier.engine.cpu import _changed_stretches
+
+    def u32(text):
+        return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+
+    sep = 0xE000
+    joined = u32("ab\ue000c\ue000\ue000de")  # stretches "ab", "c", "", "de"
+    assert _changed_stretches(joined, u32("ab\ue000c\ue000\ue000de"), sep, 4).tolist() == [
+        False, False, False, False]  # fmt: skip
+    assert _changed_stretches(joined, u32("ab\ue000x\ue000\ue000d"), sep, 4).tolist() == [
+        False, True, False, True]  # fmt: skip
+    assert _changed_stretches(joined, u32("ab\ue000c\ue000de"), sep, 4) is None
+    assert _changed_stretches(joined, u32("ab\ue000c\ue000\ue000de\ue000"), sep, 4) is None
+
+
 @given(st.text(_NFC_ALPHABET, max_size=40))
 def test_nfc_stretches_cover_every_unsafe_character_and_normalize_on_their_own(text):
     """The segmented path's premise: NFC of the text is the join of NFC of the pieces the
@@ -959,6 +978,10 @@ def test_segmented_path_with_handed_stretches_is_exact(parts, threads):
                                                   stretches=stretches)  # fmt: skip
         assert ids.tolist() == enc.ids
         assert list(zip(starts.tolist(), ends.tolist(), strict=True)) == enc.offsets
+        # IDs alone (``encode_ids``): the ranges lift no spans, the interleave copies none
+        ids, starts, ends = eng._encode_segmented(text, utf8_array(text), threads,
+                                                  stretches=stretches, spans=False)  # fmt: skip
+        assert ids.tolist() == enc.ids and starts.size == ends.size == 0
 
 
 def test_reference_memo_asks_only_for_spans_it_lacks(monkeypatch):

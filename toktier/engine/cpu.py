@@ -544,12 +544,49 @@ def nfc_changes(normalize, cps: np.ndarray, ra: np.ndarray, rb: np.ndarray) -> n
         normed = normalize(s)
         if normed == s:
             return np.zeros(m, dtype=bool)
-        parts = normed.split(chr(sep))
-        if len(parts) == m:  # always, for NFC (see above)
-            return np.array([q != p for q, p in zip(parts, s.split(chr(sep)), strict=True)])
+        changed = _changed_stretches(joined, np.frombuffer(normed.encode("utf-32-le"), np.uint32),
+                                     sep, m)  # fmt: skip
+        if changed is not None:  # always, for NFC (see above)
+            return changed
     # one stretch, or every private-use character occurs in them: one call per stretch
     pieces = [_utf32(cps[a:b]) for a, b in zip(ra.tolist(), rb.tolist(), strict=True)]
     return np.array([normalize(p) != p for p in pieces], dtype=bool)
+
+
+@numba.njit(cache=True, nogil=True)
+def _changed_stretch_flags(joined, normed, sep, m, out):
+    """``out[k]``: does stretch k of ``normed`` (the stretches split at ``sep``) differ from
+    stretch k of ``joined``?  False when ``normed`` has not exactly ``m`` stretches."""
+    i = 0
+    j = 0
+    for k in range(m):
+        a = i
+        while i < joined.size and joined[i] != sep:
+            i += 1
+        b = j
+        while j < normed.size and normed[j] != sep:
+            j += 1
+        last = k == m - 1  # the last stretch ends both texts; every other ends at a sep
+        if (i == joined.size) != last or (j == normed.size) != last:
+            return False  # fewer stretches than m (ran out early) or more (no end after m)
+        diff = (i - a) != (j - b)
+        q = 0
+        while not diff and q < i - a:
+            diff = joined[a + q] != normed[b + q]
+            q += 1
+        out[k] = diff
+        i += 1
+        j += 1
+    return True
+
+
+def _changed_stretches(joined: np.ndarray, normed: np.ndarray, sep: int, m: int):
+    """Which of the ``m`` stretches ``nfc_changes`` joined did NFC change (bool array), found by
+    one compiled walk over both texts' code points (splitting both strs and comparing the
+    parts in Python cost ~3 ms per 1M characters of Indic-heavy prose); None when the
+    normalized join does not hold ``m`` stretches."""
+    out = np.zeros(m, dtype=bool)
+    return out if _changed_stretch_flags(joined, normed, np.uint32(sep), m, out) else None
 
 
 def span_separator(tok) -> tuple[str, int] | None:
@@ -723,20 +760,21 @@ def _range_buffers(nchars, nbytes):
 
 @numba.njit(cache=True, nogil=True)
 def _encode_one(k, lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit, bt,
-                cache, lcache, out_ids, out_s, out_e, counts):  # fmt: skip
-    """Encode range k into the output slots starting at ``base[k]``; store its count."""
+                cache, lcache, out_ids, out_s, out_e, counts, spans):  # fmt: skip
+    """Encode range k into the output slots starting at ``base[k]``; store its count (token
+    spans too unless ``spans`` is False)."""
     c0 = lo[k]
     c1 = hi[k]
     ends, sym, rank, nxt, prv, heap, ring = _range_buffers(c1 - c0,
                                                            char_start[c1] - char_start[c0])
     counts[k] = _encode_chunk(c0, c1, base[k], cps, fl, fold, family, u8, char_start, ls, le, lid,
                               nlit, bt, cache, lcache, ends, sym, rank, nxt, prv, heap, out_ids,
-                              out_s, out_e, True, ring)  # fmt: skip
+                              out_s, out_e, spans, ring)  # fmt: skip
 
 
 @numba.njit(cache=True, nogil=True)
 def _encode_ranges_serial(lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit,
-                          bt, cache, lcache, out_ids, out_s, out_e, counts):  # fmt: skip
+                          bt, cache, lcache, out_ids, out_s, out_e, counts, spans):  # fmt: skip
     """The ranges one after another through one set of buffers sized for the largest (an
     NFC-changed window has dozens of short ranges between its reference stretches)."""
     mc = 0
@@ -748,22 +786,23 @@ def _encode_ranges_serial(lo, hi, base, cps, fl, fold, family, u8, char_start, l
     for k in range(lo.size):
         counts[k] = _encode_chunk(lo[k], hi[k], base[k], cps, fl, fold, family, u8, char_start, ls,
                                   le, lid, nlit, bt, cache, lcache, ends, sym, rank, nxt, prv,
-                                  heap, out_ids, out_s, out_e, True, ring)  # fmt: skip
+                                  heap, out_ids, out_s, out_e, spans, ring)  # fmt: skip
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _encode_ranges_parallel(lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, lid,
-                            nlit, bt, cache, lcache, out_ids, out_s, out_e, counts):  # fmt: skip
+                            nlit, bt, cache, lcache, out_ids, out_s, out_e, counts, spans):  # fmt: skip
     for k in numba.prange(lo.size):  # every thread reads and writes the one shared cache pair
         _encode_one(k, lo, hi, base, cps, fl, fold, family, u8, char_start, ls, le, lid, nlit, bt,
-                    cache, lcache, out_ids, out_s, out_e, counts)  # fmt: skip
+                    cache, lcache, out_ids, out_s, out_e, counts, spans)  # fmt: skip
 
 
 @numba.njit(cache=True, nogil=True)
 def _interleave(base, counts, gap, r_ids, r_s, r_e, r_counts, out_ids, out_s, out_e, ids, starts,
-                ends):  # fmt: skip
+                ends, spans):  # fmt: skip
     """The segmented path's result in text order: gap k's engine ranges (``gap`` says which
-    gap each range fills, nondecreasing), then reference span k, for every k."""
+    gap each range fills, nondecreasing), then reference span k, for every k (the IDs
+    alone when ``spans`` is False)."""
     w = 0
     c = 0
     r = 0
@@ -772,29 +811,32 @@ def _interleave(base, counts, gap, r_ids, r_s, r_e, r_counts, out_ids, out_s, ou
             a = base[c]
             for t in range(counts[c]):
                 ids[w] = out_ids[a + t]
-                starts[w] = out_s[a + t]
-                ends[w] = out_e[a + t]
+                if spans:
+                    starts[w] = out_s[a + t]
+                    ends[w] = out_e[a + t]
                 w += 1
             c += 1
         if k < r_counts.size:
             for _ in range(r_counts[k]):
                 ids[w] = r_ids[r]
-                starts[w] = r_s[r]
-                ends[w] = r_e[r]
+                if spans:
+                    starts[w] = r_s[r]
+                    ends[w] = r_e[r]
                 w += 1
                 r += 1
     return w
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _gather(base, counts, offs, out_ids, out_s, out_e, ids, starts, ends):
+def _gather(base, counts, offs, out_ids, out_s, out_e, ids, starts, ends, spans):
     for k in numba.prange(base.size):
         a = base[k]
         b = offs[k]
         for t in range(counts[k]):
             ids[b + t] = out_ids[a + t]
-            starts[b + t] = out_s[a + t]
-            ends[b + t] = out_e[a + t]
+            if spans:
+                starts[b + t] = out_s[a + t]
+                ends[b + t] = out_e[a + t]
 
 
 class Workspace(NamedTuple):
@@ -1414,7 +1456,7 @@ class CpuEngine:
             if text is None:
                 text = u8.tobytes().decode("utf-8")  # valid: the caller's text, or a part of it
             return (*self._encode_segmented(text, u8, threads=1, stretches=stretches, wk=wk,
-                                            decoded=n), True)  # fmt: skip
+                                            decoded=n, spans=spans), True)  # fmt: skip
         return self._encode_kernel(u8, t.bits, t.fold, t.family_code, False, *self._trie_args,
                                    self.bpe, *self._cache(), wk, spans, False,
                                    *self._ascii_literals)  # fmt: skip
@@ -1438,9 +1480,11 @@ class CpuEngine:
         return _join_parts(results, spans)
 
     def _encode_segmented(self, text: str, u8: np.ndarray, threads: int, stretches=None, *,
-                          wk: Workspace | None = None, decoded: int | None = None):  # fmt: skip
+                          wk: Workspace | None = None, decoded: int | None = None,
+                          spans: bool = True):  # fmt: skip
         """``wk``/``decoded``: the workspace holding ``u8``'s decode of ``decoded`` characters
-        (``_encode_u8``'s kernel ran it), which is not decoded again."""
+        (``_encode_u8``'s kernel ran it), which is not decoded again.  ``spans`` False:
+        starts and ends come back empty (the engine's ranges lift no spans)."""
         t = self.tables
         nb = u8.size
         if wk is None:
@@ -1480,25 +1524,25 @@ class CpuEngine:
             numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
         if lo.size:
             kernel(lo, hi, base, cps, fl, t.fold, t.family_code, u8, char_start, ls, le, lid,
-                   nlit, self.bpe, *self._caches, out_ids, out_s, out_e, counts)  # fmt: skip
+                   nlit, self.bpe, *self._caches, out_ids, out_s, out_e, counts, spans)  # fmt: skip
         if not ra.size:
             offs = np.zeros(lo.size, dtype=np.int64)
             np.cumsum(counts[:-1], out=offs[1:])
             total = int(counts.sum())
             ids = np.empty(total, dtype=np.uint32)
-            starts = np.empty(total, dtype=np.int64)
-            ends = np.empty(total, dtype=np.int64)
-            _gather(base, counts, offs, out_ids, out_s, out_e, ids, starts, ends)
+            starts = np.empty(total if spans else 0, dtype=np.int64)
+            ends = np.empty(total if spans else 0, dtype=np.int64)
+            _gather(base, counts, offs, out_ids, out_s, out_e, ids, starts, ends, spans)
             return ids, starts, ends
         r_ids, r_s, r_e, r_counts = reference_spans(self.tokenizer.hf, text, ra, rb,
                                                     self._span_separator,
                                                     self._reference_memo)  # fmt: skip
         total = int(counts.sum()) + r_ids.size
         ids = np.empty(total, dtype=np.uint32)
-        starts = np.empty(total, dtype=np.int64)
-        ends = np.empty(total, dtype=np.int64)
+        starts = np.empty(total if spans else 0, dtype=np.int64)
+        ends = np.empty(total if spans else 0, dtype=np.int64)
         _interleave(base, counts, gap, r_ids, r_s, r_e, r_counts, out_ids, out_s, out_e, ids,
-                    starts, ends)  # fmt: skip
+                    starts, ends, spans)  # fmt: skip
         return ids, starts, ends
 
     @staticmethod
