@@ -811,6 +811,25 @@ def test_nfc_changes_in_one_call_equals_one_call_per_stretch(stretches, every_pu
     assert got.tolist() == [normalize(text[a:b]) != text[a:b] for a, b in zip(ra, rb, strict=True)]
 
 
+@given(st.lists(st.text(_NFC_ALPHABET, max_size=4), max_size=30))
+def test_distinct_stretches_name_each_content_once(stretches):
+    """``nfc_changes`` normalizes each distinct stretch once: every stretch maps to a first
+    occurrence with exactly its content, and the first occurrences' contents all differ."""
+    from toktier.engine.cpu import _distinct_stretches
+
+    text, ra, rb = "", [], []
+    for s in stretches:
+        text += "x"
+        ra.append(len(text))
+        text += s
+        rb.append(len(text))
+    cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    first, which = _distinct_stretches(cps, np.array(ra, dtype=np.int64),
+                                       np.array(rb, dtype=np.int64))  # fmt: skip
+    assert [stretches[first[w]] for w in which.tolist()] == stretches
+    assert len({stretches[f] for f in first.tolist()}) == first.size == len(set(stretches))
+
+
 def test_changed_stretches_walk_both_texts_and_refuse_a_different_count():
     """The compiled walk behind ``nfc_changes``: stretch k of the normalized join against
     stretch k of the original (equal length and code points, or changed); a normalized join
