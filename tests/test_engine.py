@@ -795,20 +795,24 @@ def test_nfc_changes_in_one_call_equals_one_call_per_stretch(stretches, every_pu
     from toktier.engine.cpu import nfc_changes
 
     normalize = toktier.load("qwen3").hf.normalizer.normalize_str
+    if every_pua:  # no separator left: the per-stretch fallback
+        stretches = [*stretches, "".join(map(chr, range(0xE000, 0xF900)))]
+    text, cps, ra, rb = _stretch_text(stretches)
+    got = nfc_changes(normalize, cps, ra, rb)
+    assert got.tolist() == [normalize(text[a:b]) != text[a:b]
+                            for a, b in zip(ra.tolist(), rb.tolist(), strict=True)]  # fmt: skip
+
+
+def _stretch_text(stretches):
+    """(text, its code points, starts, ends): each stretch after an "x"."""
     text, ra, rb = "", [], []
     for s in stretches:
         text += "x"
         ra.append(len(text))
         text += s
         rb.append(len(text))
-    if every_pua:  # no separator left: the per-stretch fallback
-        text += "x"
-        ra.append(len(text))
-        text += "".join(map(chr, range(0xE000, 0xF900)))
-        rb.append(len(text))
     cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-    got = nfc_changes(normalize, cps, np.array(ra, dtype=np.int64), np.array(rb, dtype=np.int64))
-    assert got.tolist() == [normalize(text[a:b]) != text[a:b] for a, b in zip(ra, rb, strict=True)]
+    return text, cps, np.array(ra, dtype=np.int64), np.array(rb, dtype=np.int64)
 
 
 @given(st.lists(st.text(_NFC_ALPHABET, max_size=4), max_size=30))
@@ -817,15 +821,8 @@ def test_distinct_stretches_name_each_content_once(stretches):
     occurrence with exactly its content, and the first occurrences' contents all differ."""
     from toktier.engine.cpu import _distinct_stretches
 
-    text, ra, rb = "", [], []
-    for s in stretches:
-        text += "x"
-        ra.append(len(text))
-        text += s
-        rb.append(len(text))
-    cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-    first, which = _distinct_stretches(cps, np.array(ra, dtype=np.int64),
-                                       np.array(rb, dtype=np.int64))  # fmt: skip
+    _text, cps, ra, rb = _stretch_text(stretches)
+    first, which = _distinct_stretches(cps, ra, rb)
     assert [stretches[first[w]] for w in which.tolist()] == stretches
     assert len({stretches[f] for f in first.tolist()}) == first.size == len(set(stretches))
 

@@ -1,20 +1,19 @@
 """Which NFC stretches changed, found by a compiled walk over both texts (``cpu.nfc_changes``
 now) against splitting the normalized and original joins and comparing the parts in Python
 (before), in whole one-thread engine calls: one engine, warm piece caches, variants
-alternated per slice, each call on a fresh str copy; outputs checked equal.
+alternated per slice, each call on a fresh str copy; outputs checked equal.  Since 3130c18 the new
+variant also normalizes each distinct stretch once and the old one does not, so a run now
+measures both changes together (``results/runs/engine-ab/nfc-segmented.txt`` has each alone).
 
 Usage: ``.venv/bin/python tools/engine-experiments/nfc_walk_ab.py NAME KIND [CHARS] [N]``.
 """
 
 import sys
-import time
 
 import numpy as np
+from alternate import alternate, report
 
-from toktier.bench.engine_targets import corpora, slices
-from toktier.bench.timing import fresh_str
 from toktier.engine import cpu
-from toktier.registry import load
 
 NEW = cpu.nfc_changes
 
@@ -38,31 +37,13 @@ def split_compare(normalize, cps, ra, rb):
 
 
 def main(name: str, kind: str, chars: int = 1_000_000, n: int = 8) -> None:
-    tok = load(name)
-    eng = cpu.CpuEngine(tok, threads=1)
-    eng.warmup()
-    text = corpora()[kind]
-    variants = {"split and compare (old)": split_compare, "compiled walk (new)": NEW}
-    res = {v: [] for v in variants}
-    for rnd in range(3):
-        for i, s in enumerate(slices(text, chars, n)):
-            eng.encode_ids(fresh_str(s), threads=1)
-            ref = None
-            order = list(variants.items())
-            order = order[(i + rnd) % 2 :] + order[: (i + rnd) % 2]
-            for v, fn in order:
-                cpu.nfc_changes = fn
-                t = fresh_str(s)
-                t0 = time.perf_counter()
-                out = eng.encode_ids(t, threads=1)
-                res[v].append((time.perf_counter() - t0) * 1e3)
-                ref = out if ref is None else ref
-                assert np.array_equal(out, ref), v
+    def use(fn):
+        return lambda: setattr(cpu, "nfc_changes", fn)
+
+    res = alternate(name, kind, chars, n, {"split and compare (old)": use(split_compare),
+                                           "compiled walk (new)": use(NEW)})  # fmt: skip
     cpu.nfc_changes = NEW
-    old = np.median(res["split and compare (old)"])
-    print(f"# {name} {kind} {chars:,} chars, {n} slices x 3 rounds, one thread, warm, P50 ms")
-    for v, t in res.items():
-        print(f"{v:26s} {np.median(t):8.3f}   old / this {old / np.median(t):5.3f}x")
+    report(f"{name} {kind} {chars:,} chars, {n} slices x 3 rounds, one thread, warm", res)
 
 
 if __name__ == "__main__":
