@@ -684,7 +684,7 @@ CLAIMS: list[Claim] = [
         "targets.csv`)",
         _continuation,
         runs=("continuation.json",),
-        note="The compiled request path's own work is small; the engine encoding the window from scratch dominates the continuation (README, issue #12: cold BPE of unseen pieces, the NFC path).",
+        note="The compiled request path's own work is small; the engine encoding the window from scratch dominates the continuation (docs/repair.md, issue #12: cold BPE of unseen pieces, the NFC path).",
     ),
     Claim(
         "F1",
@@ -698,7 +698,7 @@ CLAIMS: list[Claim] = [
         "targets counted per cell; GPU: ≤ 0.87 ms at 1M and ≥ 7× Gigatoken empty",
         _full_cpu,
         runs=("full-tokenization.json", "engine-targets.json", "gpu-*.json"),
-        note="fastokens is a multi-threaded Rust engine and far faster on this machine than in the paper; the GPU rows are fresh texts, judged on qwen3 as the paper's (README's GPU section).",
+        note="fastokens is a multi-threaded Rust engine and far faster on this machine than in the paper; the GPU rows are fresh texts, judged on qwen3 as the paper's (docs/gpu.md).",
     ),
     Claim(
         "F2",
@@ -729,7 +729,7 @@ CLAIMS: list[Claim] = [
         "fastokens (50 ms P99) on the same cores",
         _tail_capacity,
         runs=("tail-capacity.json",),
-        note="Two cores, no GPU: the load generator and result collector (one Python process, ~0.2–0.3 core at the tier's knee) and the shadow verifiers (a quarter core per front end, split over its repair workers) share the cores with the workers; the tier's best worker count is taken (at equal worker counts the ratio is in the README); fastokens' knee falls between the ladder's 800 and 1,200 req/s steps, so one run reads 2.7× or 4.0×: three repeats on finer ladders (`python -m toktier.bench.capacity_ab --ab knee`) gave 3.2–5.0×, median 4.0×; not an equal-hardware comparison with the paper.",
+        note="Two cores, no GPU: the load generator and result collector (one Python process, ~0.2–0.3 core at the tier's knee) and the shadow verifiers (a quarter core per front end, split over its repair workers) share the cores with the workers; the tier's best worker count is taken (at equal worker counts the ratio is in docs/serving.md); fastokens' knee falls between the ladder's 800 and 1,200 req/s steps, so one run reads 2.7× or 4.0×: three repeats on finer ladders (`python -m toktier.bench.capacity_ab --ab knee`) gave 3.2–5.0×, median 4.0×; not an equal-hardware comparison with the paper.",
     ),
     Claim(
         "C1",

@@ -12,34 +12,19 @@ identical.  Usage: ``.venv/bin/python tools/engine-experiments/merge_lanes.py [N
 """
 
 import sys
-import time
 
 import numba
 import numpy as np
+from fresh_piece_set import MAXL, best_of, distinct_multi_pieces, seq_all
 
-from toktier import load
-from toktier.bench.engine_profile import _pretokenize_all
-from toktier.campaigns import corpus
 from toktier.engine import cpu
 from toktier.engine import rules as R
 from toktier.engine.jit import prefetch_row
 
 pair_code = cpu.pair_code
-merges_only = cpu.RULES.merges_only
 NO_PAIR = R.NO_PAIR
 PGB = R.PRIO_GROUP_BITS
 EMPTY = R.EMPTY_KEY
-MAXL = 24
-
-
-@numba.njit(cache=False, nogil=True)
-def seq_all(u8, starts, ends, bt, sym, rank, nxt, prv, heap, out, offs):
-    n = 0
-    for p in range(starts.size):
-        offs[p] = n
-        n = merges_only(u8, starts[p], ends[p], bt, sym, rank, nxt, prv, heap, out, n)
-    offs[starts.size] = n
-    return n
 
 
 @numba.njit(inline="always")
@@ -179,59 +164,10 @@ def seq_variant(u8, starts, ends, bt, sym, rank, out, offs, variant):
 
 
 name = sys.argv[1] if len(sys.argv) > 1 else "llama3"
-tok = load(name)
-eng = cpu.engine_for(tok)
-t = eng.tables
-bt = eng.bpe
-text = "".join(corpus.pycountry_documents())[:1_000_000]
-u8 = np.frombuffer(text.encode(), np.uint8)
-nb = u8.size
-cps = np.empty(nb, np.uint32)
-cs = np.empty(nb + 1, np.int64)
-fl = np.empty(nb, np.uint16)
-n = cpu._prepare(u8, t.bits, cps, cs, fl)
-ends = np.empty(n + 1, np.int64)
-np_ = _pretokenize_all(cps, fl, t.fold, t.family_code, n, ends, eng.bpe)
-e = ends[:np_]
-s = np.concatenate([[0], e[:-1]])
-bs, be = cs[s], cs[e]
-L = be - bs
-keep = (L >= 2) & (L <= MAXL)
-# distinct pieces only (as an empty cache would merge them once each)
-seen = {}
-idx = []
-for i in np.flatnonzero(keep):
-    k = bytes(u8[bs[i] : be[i]])
-    if k not in seen:
-        seen[k] = 1
-        idx.append(i)
-idx = np.array(idx)
-# drop single-token pieces (the short map answers those)
-sym = np.empty(4096, np.int64)
-rank = np.empty(4096, np.int64)
-nxt = np.empty(4096, np.int64)
-prv = np.empty(4096, np.int64)
-heap = np.empty(3 * 4096, np.int64)
-st, en = bs[idx].astype(np.int64), be[idx].astype(np.int64)
-out = np.empty(int(L[idx].sum()) + 16, np.int64)
-offs = np.empty(st.size + 1, np.int64)
-seq_all(u8, st, en, bt, sym, rank, nxt, prv, heap, out, offs)
-multi = np.diff(offs) > 1
-st, en = st[multi], en[multi]
+u8, st, en, bt, (sym, rank, nxt, prv, heap), out, offs = distinct_multi_pieces(name, "multi")
 print(
     f"{name}: {st.size} distinct multi-token pieces of 2..{MAXL} bytes (mean {np.mean(en - st):.1f} bytes)"
 )
-junk = np.ones(64 << 20, np.uint8)
-
-
-def best_of(f, r=5):
-    b = 1e9
-    for _ in range(r):
-        junk[::64] += 1  # tables out of the core's caches, as fresh text meets them
-        t0 = time.perf_counter()
-        f()
-        b = min(b, time.perf_counter() - t0)
-    return b * 1e3
 
 
 ms_seq = best_of(lambda: seq_all(u8, st, en, bt, sym, rank, nxt, prv, heap, out, offs))

@@ -1,0 +1,87 @@
+"""What the fresh-merge experiments share: the distinct multi-token pieces of a text, the
+engine's own merge loop over them, and a best-of timer that flushes the core's caches first.
+
+``merge_lanes.py`` and ``pair_memo.py`` import it (run them from the repository root).
+"""
+
+import time
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from toktier import load
+from toktier.bench.engine_profile import _pretokenize_all
+from toktier.campaigns import corpus
+from toktier.engine import cpu
+
+MAXL = 24  # bytes: the longest piece kept (the engine's small-piece merge loop)
+merges_only = cpu.RULES.merges_only
+
+
+@numba.njit(cache=False, nogil=True)
+def seq_all(u8, starts, ends, bt, sym, rank, nxt, prv, heap, out, offs):
+    """The engine's ``merges_only`` over every piece, one at a time; ``offs`` its outputs' starts."""
+    n = 0
+    for p in range(starts.size):
+        offs[p] = n
+        n = merges_only(u8, starts[p], ends[p], bt, sym, rank, nxt, prv, heap, out, n)
+    offs[starts.size] = n
+    return n
+
+
+class PieceSet(NamedTuple):
+    u8: np.ndarray  # the text's UTF-8
+    st: np.ndarray  # byte start of each distinct multi-token piece
+    en: np.ndarray  # ... and its end
+    bt: object  # the engine's BPE tables
+    scratch: tuple  # sym, rank, nxt, prv, heap for merges_only
+    out: np.ndarray  # room for every piece's tokens
+    offs: np.ndarray  # room for their starts
+
+
+def distinct_multi_pieces(name: str, text_kind: str = "multi", chars: int = 1_000_000) -> PieceSet:
+    """The distinct pieces of 2..MAXL bytes that merge into 2+ tokens, in ``chars`` characters
+    of pycountry's catalogs (``multi``) or CPython's stdlib (``code``): what an empty piece
+    cache merges once each (single-token pieces dropped: the short-piece map answers them)."""
+    eng = cpu.engine_for(load(name))
+    t, bt = eng.tables, eng.bpe
+    docs = corpus.pycountry_documents() if text_kind == "multi" else corpus.stdlib_documents()
+    u8 = np.frombuffer("".join(docs)[:chars].encode(), np.uint8)
+    cps = np.empty(u8.size, np.uint32)
+    cs = np.empty(u8.size + 1, np.int64)
+    fl = np.empty(u8.size, np.uint16)
+    n = cpu._prepare(u8, t.bits, cps, cs, fl)
+    ends = np.empty(n + 1, np.int64)
+    e = ends[: _pretokenize_all(cps, fl, t.fold, t.family_code, n, ends, bt)]
+    bs, be = cs[np.concatenate([[0], e[:-1]])], cs[e]
+    lengths = be - bs
+    seen, idx = set(), []
+    for i in np.flatnonzero((lengths >= 2) & (lengths <= MAXL)):
+        key = bytes(u8[bs[i] : be[i]])
+        if key not in seen:
+            seen.add(key)
+            idx.append(i)
+    idx = np.array(idx)
+    scratch = (*(np.empty(4096, np.int64) for _ in range(4)), np.empty(3 * 4096, np.int64))
+    st, en = bs[idx].astype(np.int64), be[idx].astype(np.int64)
+    out = np.empty(int(lengths[idx].sum()) + 16, np.int64)
+    offs = np.empty(st.size + 1, np.int64)
+    seq_all(u8, st, en, bt, *scratch, out, offs)
+    multi = np.diff(offs) > 1
+    return PieceSet(u8, st[multi], en[multi], bt, scratch, out, offs)
+
+
+_junk = np.ones(64 << 20, np.uint8)
+
+
+def best_of(f, r=5) -> float:
+    """Best of ``r`` calls of ``f``, in ms, each after a 64 MB sweep (tables out of the core's
+    caches, as fresh text meets them)."""
+    b = 1e9
+    for _ in range(r):
+        _junk[::64] += 1
+        t0 = time.perf_counter()
+        f()
+        b = min(b, time.perf_counter() - t0)
+    return b * 1e3
