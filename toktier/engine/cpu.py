@@ -43,7 +43,7 @@ from . import jit as _jit
 from . import pretok_dfa
 from . import rules as _rules
 from .literal_probe import check_literals
-from .tables import EngineTables, EngineUnsupported
+from .tables import EngineTables, EngineUnsupported, build_premerge
 
 CACHE_DIR = _jit.use_engine_cache()  # before any decorator below
 RULES = _rules.make(numba.njit(cache=True, nogil=True, _nrt=False), _jit.prefetch_row,
@@ -1263,8 +1263,12 @@ class CpuEngine:
                        np.zeros(65536, np.int64), t.vocab_keys, t.vocab_ids, t.pool, t.pool_off,
                        t.ignore_merges, t.token_nbytes,
                        np.zeros((1, _rules.SHORT_COLS), np.int64),
-                       *pretok_dfa.build(t.family_code, t.bits, t.fold), t.direct_merged)  # fmt: skip
+                       *pretok_dfa.build(t.family_code, t.bits, t.fold), *_rules.premerge_off(),
+                       t.direct_merged)  # fmt: skip
         bt = bt._replace(byte_pairs=byte_pair_codes(bt))
+        pm_index, pm_rows = build_premerge(t.merge_table, t.byte_ids, bt.byte_pairs, t.merged,
+                                           t.direct_merged, t.pool, t.pool_off)  # fmt: skip
+        bt = bt._replace(pm_index=pm_index, pm_rows=pm_rows)
         self.short_map = _huge_copy(build_short_map(bt))  # built by the merges themselves
         # The tables read at random on every piece go to huge pages (fewer TLB misses).
         self.bpe = bt._replace(smap=self.short_map, merges=_huge_copy(bt.merges),

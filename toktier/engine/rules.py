@@ -121,7 +121,18 @@ class BpeTables(NamedTuple):
     pre_classes: np.ndarray
     pre_table: np.ndarray
     pre_pairs: np.ndarray
+    # Byte pairs merged before the merge loop where the tables prove BPE would merge them
+    # first (``tables.build_premerge``): int64[65536] row of each pair (a << 8 | b) or -1,
+    # and int64[rows, 9] (the bytes before / after that forbid it, two 256-bit masks; the
+    # merged token).  One-element arrays where it is off (the GPU, SentencePiece).
+    pm_index: np.ndarray
+    pm_rows: np.ndarray
     direct: bool = False  # priorities are merged id << PRIO_GROUP_BITS | g (tables.direct_priorities)
+
+
+def premerge_off() -> tuple[np.ndarray, np.ndarray]:
+    """``BpeTables.pm_index`` / ``pm_rows`` for tables that merge no pair up front."""
+    return np.full(1, -1, np.int64), np.zeros((1, 9), np.int64)
 
 
 class SpTables(NamedTuple):
@@ -746,15 +757,67 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None):
         return merges_only(u8, b0, b1, bt, sym, rank, nxt, prv, heap, out, n_out)
 
     @jit
+    def pm_forbids(rows, i, col, c):
+        """Is byte ``c`` set in the 256-bit mask of row ``i`` that starts at column ``col``?"""
+        return (rows[i, col + (c >> 6)] >> (c & 63)) & 1 == 1
+
+    @jit
+    def premerged_start(u8, b0, b1, bt, sym, rank):
+        """The piece's first symbols with its proven byte pairs already merged: their count,
+        ``rank[:n - 1]`` the codes of their pairs.
+
+        A pair (a, b) at bytes k, k + 1 is merged up front when its row exists (BPE would
+        merge it, and no merge taking its token has a lower rank) and neither neighbour
+        byte is in its masks: no token ending in the byte before could take ``a`` by a merge
+        of lower rank, none starting with the byte after could take ``b``.  Then BPE merges
+        that pair before anything touches its two bytes, and doing it first changes nothing
+        (``tables.build_premerge`` gives the argument; tests compare both ways).  Two such
+        pairs never overlap (each would need a lower rank than the other).
+        """
+        pm_index, rows = bt.pm_index, bt.pm_rows
+        n = 0
+        prev_byte = -1  # the last symbol's byte while it is a single-byte token, else -1
+        k = b0
+        while k < b1:
+            b = int(u8[k])
+            t = -1
+            if k + 1 < b1:
+                i = pm_index[(b << 8) | int(u8[k + 1])]
+                if i >= 0 and not (k > b0 and pm_forbids(rows, i, 0, int(u8[k - 1]))) and not (
+                    k + 2 < b1 and pm_forbids(rows, i, 4, int(u8[k + 2]))
+                ):
+                    t = rows[i, 8]
+            if t >= 0:
+                sym[n] = t
+                if n > 0:
+                    rank[n - 1] = pair_code(bt, sym[n - 1], t)
+                prev_byte = -1
+                k += 2
+            else:
+                sym[n] = bt.byte_ids[b]
+                if n > 0:
+                    if prev_byte >= 0:
+                        rank[n - 1] = bt.byte_pairs[(prev_byte << 8) | b]
+                    else:
+                        rank[n - 1] = pair_code(bt, sym[n - 1], sym[n])
+                prev_byte = b
+                k += 1
+            n += 1
+        return n
+
+    @jit
     def merges_only(u8, b0, b1, bt, sym, rank, nxt, prv, heap, out, n_out):
         """``bpe_merge`` without the ``ignore_merges`` vocabulary check."""
         length = b1 - b0
-        # The first pairs are all pairs of single-byte tokens: read from the small direct
-        # table (256 x 256, cache-resident) instead of the merge hash table.
-        for k in range(length):
-            sym[k] = bt.byte_ids[u8[b0 + k]]
-        for k in range(length - 1):
-            rank[k] = bt.byte_pairs[(int(u8[b0 + k]) << 8) | int(u8[b0 + k + 1])]
+        if bt.pm_index.size > 1:
+            length = premerged_start(u8, b0, b1, bt, sym, rank)
+        else:
+            # The first pairs are all pairs of single-byte tokens: read from the small direct
+            # table (256 x 256) instead of the merge hash table.
+            for k in range(length):
+                sym[k] = bt.byte_ids[u8[b0 + k]]
+            for k in range(length - 1):
+                rank[k] = bt.byte_pairs[(int(u8[b0 + k]) << 8) | int(u8[b0 + k + 1])]
         if length <= SMALL_PIECE:
             m = merge_small(sym, rank, length, bt)
         else:

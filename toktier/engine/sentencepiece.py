@@ -162,7 +162,7 @@ def build_sp_tables(tok) -> tuple[SpTables, _rules.BpeTables, list, list]:
     bt = _rules.BpeTables(
         z, merge_table, merged, build_pair_filter(merge_table), z, z, z, np.zeros(1, np.uint8),
         z, False, z, np.zeros((1, _rules.SHORT_COLS), np.int64), np.zeros(1, np.uint8),
-        np.zeros(1, np.int32), np.zeros(1, np.int16), direct,
+        np.zeros(1, np.int32), np.zeros(1, np.int16), *_rules.premerge_off(), direct,
     )  # fmt: skip
     pairs = set()
     for t in vocab:

@@ -168,6 +168,68 @@ def merge_arrays(model: dict, vocab: dict[str, int]) -> tuple[np.ndarray, np.nda
     return table, (merged.astype(np.int32) if len(merged) else np.zeros(1, np.int32)), direct
 
 
+def build_premerge(merge_table: np.ndarray, byte_ids: np.ndarray, byte_pairs: np.ndarray,
+                   merged: np.ndarray, direct: bool, pool: np.ndarray,
+                   pool_off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """The byte pairs a piece may merge before its merge loop (``rules.premerged_start``):
+    (index int64[65536]: row of pair ``a << 8 | b`` or -1; rows int64[n, 9]: a 256-bit mask
+    of the bytes before, one of the bytes after, and the merged token).
+
+    Why it is exact.  BPE merges the pair of lowest rank first (leftmost among equals).
+    Let tokens A = byte a, B = byte b stand side by side with (A, B) merging at rank r into
+    T.  (1) If every merge that takes T as an input has a rank above r, T joins nothing
+    earlier than it would have been made.  (2) Before its turn, A can only be taken by a
+    merge (Y, A) of rank < r, where Y is the token then on its left -- and Y always ends
+    with the byte before a; so if no merge (Y, A) of rank < r has such a Y (the "before"
+    mask), nothing takes A first; (3) the same for B with (B, Z) and the byte after b (the
+    "after" mask).  With (2) and (3) no merge of rank < r touches A or B, by (1) none
+    touches T, so the merges before rank r are the same with or without T made up front,
+    and at rank r the two sequences become equal.  a == b is left out (the pair's own rank
+    would tie with its neighbour's).  Pairs whose bytes have no merge are not listed.
+    """
+    full = merge_table[merge_table != -1]
+    key = full >> MERGE_RANK_BITS
+    left, right = key >> 18, key & ((1 << 18) - 1)
+    prio = full & ((1 << MERGE_RANK_BITS) - 1)
+    n_tok = int(pool_off.size - 1)
+    size = max(n_tok, int(left.max(initial=0)) + 1, int(right.max(initial=0)) + 1)
+    none = np.int64(1) << 40
+    lowest = np.full(size, none)  # lowest rank of a merge taking each token as an input
+    np.minimum.at(lowest, left, prio)
+    np.minimum.at(lowest, right, prio)
+    lengths = pool_off[1:] - pool_off[:-1]
+    first = np.full(size, -1, np.int64)  # each token's first and last byte (-1: none)
+    last = np.full(size, -1, np.int64)
+    has = np.flatnonzero(lengths > 0)
+    first[has] = pool[pool_off[has]]
+    last[has] = pool[pool_off[has + 1] - 1]
+    index = np.full(65536, -1, np.int64)
+    rows = []
+    for a in range(256):
+        tok_a = int(byte_ids[a])
+        y_rank = prio[right == tok_a]  # merges (Y, A)
+        y_last = last[left[right == tok_a]]
+        for b in range(256):
+            code = int(byte_pairs[(a << 8) | b])
+            if a == b or code >= rules.NO_PAIR:
+                continue
+            r = code >> 32
+            t = (r >> PRIO_GROUP_BITS) if direct else int(merged[r])
+            if lowest[t] <= r:
+                continue
+            tok_b = int(byte_ids[b])
+            z_rank = prio[left == tok_b]  # merges (B, Z)
+            z_first = first[right[left == tok_b]]
+            row = np.zeros(9, np.uint64)
+            for col, edge in ((0, y_last[y_rank < r]), (4, z_first[z_rank < r])):
+                for c in np.unique(edge[edge >= 0]).tolist():
+                    row[col + (c >> 6)] |= np.uint64(1 << (c & 63))
+            row[8] = t
+            index[(a << 8) | b] = len(rows)
+            rows.append(row.view(np.int64))
+    return index, (np.array(rows, np.int64) if rows else np.zeros((1, 9), np.int64))
+
+
 def build_pair_filter(merge_table: np.ndarray) -> np.ndarray:
     """A one-hash bit set over the merge table's keys, 8 bits per table slot (one eighth of
     its bytes; about 6% false positives at the table's load).

@@ -232,6 +232,9 @@ class GpuEngine:
             pre_classes=d(np.zeros(1, dtype=np.uint8)),
             pre_table=d(np.zeros(1, dtype=np.int32)),
             pre_pairs=d(np.zeros(1, dtype=np.int16)),
+            # the CPU's up-front pair merges are not certified on GPUs: off
+            pm_index=d(_rules.premerge_off()[0]),
+            pm_rows=d(_rules.premerge_off()[1]),
             direct=bool(t.direct_merged),
         )
 
