@@ -203,12 +203,14 @@ def build_premerge(merge_table: np.ndarray, byte_ids: np.ndarray, byte_pairs: np
     has = np.flatnonzero(lengths > 0)
     first[has] = pool[pool_off[has]]
     last[has] = pool[pool_off[has + 1] - 1]
+    # per byte: the merges taking its token on the right, (rank, last byte of the left
+    # token), and on the left, (rank, first byte of the right token)
+    as_right = [(prio[right == x], last[left[right == x]]) for x in byte_ids.tolist()]
+    as_left = [(prio[left == x], first[right[left == x]]) for x in byte_ids.tolist()]
     index = np.full(65536, -1, np.int64)
     rows = []
     for a in range(256):
-        tok_a = int(byte_ids[a])
-        y_rank = prio[right == tok_a]  # merges (Y, A)
-        y_last = last[left[right == tok_a]]
+        y_rank, y_last = as_right[a]  # merges (Y, A)
         for b in range(256):
             code = int(byte_pairs[(a << 8) | b])
             if a == b or code >= rules.NO_PAIR:
@@ -217,9 +219,7 @@ def build_premerge(merge_table: np.ndarray, byte_ids: np.ndarray, byte_pairs: np
             t = (r >> PRIO_GROUP_BITS) if direct else int(merged[r])
             if lowest[t] <= r:
                 continue
-            tok_b = int(byte_ids[b])
-            z_rank = prio[left == tok_b]  # merges (B, Z)
-            z_first = first[right[left == tok_b]]
+            z_rank, z_first = as_left[b]  # merges (B, Z)
             row = np.zeros(9, np.uint64)
             for col, edge in ((0, y_last[y_rank < r]), (4, z_first[z_rank < r])):
                 for c in np.unique(edge[edge >= 0]).tolist():
