@@ -40,21 +40,27 @@ class PieceSet(NamedTuple):
     offs: np.ndarray  # room for their starts
 
 
-def distinct_multi_pieces(name: str, text_kind: str = "multi", chars: int = 1_000_000) -> PieceSet:
-    """The distinct pieces of 2..MAXL bytes that merge into 2+ tokens, in ``chars`` characters
-    of pycountry's catalogs (``multi``) or CPython's stdlib (``code``): what an empty piece
-    cache merges once each (single-token pieces dropped: the short-piece map answers them)."""
-    eng = cpu.engine_for(load(name))
-    t, bt = eng.tables, eng.bpe
-    docs = corpus.pycountry_documents() if text_kind == "multi" else corpus.stdlib_documents()
-    u8 = np.frombuffer("".join(docs)[:chars].encode(), np.uint8)
+def piece_bounds(eng, u8: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Byte (starts, ends) of the pieces the engine's pre-tokenizer cuts the UTF-8 ``u8`` into."""
+    t = eng.tables
     cps = np.empty(u8.size, np.uint32)
     cs = np.empty(u8.size + 1, np.int64)
     fl = np.empty(u8.size, np.uint16)
     n = cpu._prepare(u8, t.bits, cps, cs, fl)
     ends = np.empty(n + 1, np.int64)
-    e = ends[: _pretokenize_all(cps, fl, t.fold, t.family_code, n, ends, bt)]
-    bs, be = cs[np.concatenate([[0], e[:-1]])], cs[e]
+    e = ends[: _pretokenize_all(cps, fl, t.fold, t.family_code, n, ends, eng.bpe)]
+    return cs[np.concatenate([[0], e[:-1]])], cs[e]
+
+
+def distinct_multi_pieces(name: str, text_kind: str = "multi", chars: int = 1_000_000) -> PieceSet:
+    """The distinct pieces of 2..MAXL bytes that merge into 2+ tokens, in ``chars`` characters
+    of pycountry's catalogs (``multi``) or CPython's stdlib (``code``): what an empty piece
+    cache merges once each (single-token pieces dropped: the short-piece map answers them)."""
+    eng = cpu.engine_for(load(name))
+    bt = eng.bpe
+    docs = corpus.pycountry_documents() if text_kind == "multi" else corpus.stdlib_documents()
+    u8 = np.frombuffer("".join(docs)[:chars].encode(), np.uint8)
+    bs, be = piece_bounds(eng, u8)
     lengths = be - bs
     seen, idx = set(), []
     for i in np.flatnonzero((lengths >= 2) & (lengths <= MAXL)):
