@@ -12,6 +12,7 @@ Measured 2026-11-28 and not kept: apply ``tools/append-profile/nfc_memo.patch`` 
 import sys
 
 import numpy as np
+from alternated_sessions import alternated_appends
 
 from toktier import Tier, load
 from toktier.bench import continuation as C
@@ -35,21 +36,16 @@ for label, on in (("no memo", False), ("memo", True)):
     engines[label] = eng
     tiers[label] = Tier(tok, engine=eng, verify_rate=0, delta_aware=False)
 tails = C.continuation_tails([48000], 1100, 5, sessions)
+
+
+def exact(s, prefix, deltas, records):
+    ref = tok.hf.encode(prefix + "".join(deltas), add_special_tokens=False).ids
+    assert all(r.tolist() == ref for r in records.values()), f"session {s}: not the reference's"
+
+
 for corp, stream in streams.items():
     cells = C.session_cells(stream, 48000, 1100, 5, sessions, tails[48000])
-    times = {k: [] for k in tiers}
-    for s, (prefix, deltas) in enumerate(cells):
-        order = list(tiers.items())
-        got = {}
-        for label, tier in order[s % 2 :] + order[: s % 2]:
-            tier.close("x")
-            tier.encode(prefix, session="x")
-            tier.append("x", deltas[0])
-            for d in deltas[1:]:
-                times[label].append(time_ms(lambda d=d, tier=tier: tier.append("x", d)))
-            got[label] = tier.session_records("x")[0]
-        ref = tok.hf.encode(prefix + "".join(deltas), add_special_tokens=False).ids
-        assert all(g.tolist() == ref for g in got.values()), f"session {s}: not the reference's"
+    times = alternated_appends(tiers, cells, exact)
     old, new = (np.array(v) for v in times.values())
     print(f"{name} {corp}, 48K, {old.size} appends each: P50 no memo {np.median(old) * 1e3:.1f} us, "
           f"memo {np.median(new) * 1e3:.1f} us; P99 {np.percentile(old, 99) * 1e3:.1f} / "

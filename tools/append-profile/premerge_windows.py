@@ -9,11 +9,12 @@ Usage: ``.venv/bin/python tools/append-profile/premerge_windows.py [NAME]``.
 import sys
 
 import numpy as np
+from alternated_sessions import alternated_appends
 
 from toktier import Tier, load
 from toktier.bench import continuation as C
 from toktier.bench.streams import load_trajectories
-from toktier.bench.timing import private_engine, time_ms
+from toktier.bench.timing import private_engine
 from toktier.campaigns import corpus
 from toktier.engine import rules as R
 from toktier.workload import archives
@@ -32,15 +33,7 @@ for label, on in (("plain merges", False), ("pairs up front", True)):
 tails = C.continuation_tails([48000], 1100, 5, 20)
 for corp, stream in streams.items():
     cells = C.session_cells(stream, 48000, 1100, 5, 20, tails[48000])
-    times = {k: [] for k in tiers}
-    for s, (prefix, deltas) in enumerate(cells):
-        order = list(tiers.items())
-        for label, tier in order[s % 2 :] + order[: s % 2]:
-            tier.close("x")
-            tier.encode(prefix, session="x")
-            tier.append("x", deltas[0])
-            for d in deltas[1:]:
-                times[label].append(time_ms(lambda d=d, tier=tier: tier.append("x", d)))
+    times = alternated_appends(tiers, cells)
     old, new = (np.array(v) for v in times.values())
     print(f"{name} {corp}, 48K, {old.size} appends each: P50 plain {np.median(old) * 1e3:.1f} us, "
           f"up front {np.median(new) * 1e3:.1f} us; paired median {np.median(old / new):.3f}x")  # fmt: skip
