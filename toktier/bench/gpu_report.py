@@ -113,11 +113,11 @@ def plot_gpu(tables: dict[str, pd.DataFrame], path: Path) -> None:
     panels = len(runs) + 1
     ncols = min(panels, 3)  # rows of three: one run per panel, the tails last
     nrows = -(-panels // ncols)
-    fig, grid = plt.subplots(nrows, ncols, figsize=(5.6 * ncols, 4.6 * nrows), squeeze=False)
-    axes = list(grid.flat)
-    for ax in axes[panels:]:
-        ax.set_visible(False)
-    axes = axes[:panels]
+    fig = plt.figure(figsize=(5.6 * ncols, 4.6 * nrows))
+    spec = fig.add_gridspec(nrows, ncols)
+    axes = [fig.add_subplot(spec[k // ncols, k % ncols]) for k in range(len(runs))]
+    # the tails' panel takes the rest of the last row: its bars (one group per run) need width
+    axes.append(fig.add_subplot(spec[len(runs) // ncols, len(runs) % ncols:]))
     methods = list(dict.fromkeys(lat.method))
     col, mk = palette(methods), markers(methods)
     for k, (ax, (tok, file, commit, fresh)) in enumerate(zip(axes, runs, strict=False)):

@@ -3,10 +3,10 @@
 # lease): pinned wheels into .whl/, xz-compressed tokenizer files and the trajectory archive
 # into .dev/ (both git-ignored, carried to the machine), and a default plan.
 # Usage, from the repo root after `toktier build` and `toktier fetch-data mini-swe-agent`:
-#   tools/gpu-lease/prepare.sh cl100k deepseek-v4 qwen3.6 mistral-sp-v3
+#   tools/gpu-lease/prepare.sh qwen3 llama3 gpt-oss tekken
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
-names=("${@:-cl100k deepseek-v4 qwen3.6 mistral-sp-v3}")
+names=("${@:-qwen3 llama3 gpt-oss tekken}")
 grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
 grep -qx '/.dev/' .git/info/exclude 2>/dev/null || echo '/.dev/' >> .git/info/exclude
 plat=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64
@@ -22,19 +22,20 @@ done
 cp data/build/archives/mini-swe-agent-gemini3-swebench-verified.tar.xz .dev/
 [ -e .dev/plan.sh ] || cat > .dev/plan.sh <<'PLAN'
 # step NAME CAP_SECONDS command...   (each step gets what is left of BUDGET, capped)
-# 16-bit uploads (GpuEngine(units=True)) are certified on the device for qwen3, llama3,
-# gpt-oss and tekken (seventh lease, 2026-11-27, at c3c171c); the default stays off until the
-# rest are: cl100k, deepseek-v4, qwen3.6 and the SentencePiece models.  A fresh machine
-# compiles every CPU and GPU function in its first step: give that step room (~110 s more).
-# Run as: tools/gpu-lease/prepare.sh cl100k deepseek-v4 qwen3.6 mistral-sp-v3
-step cert-units-cl100k 230 python3 -m toktier certify-engine cl100k --device gpu --units \
-    --chars 1000000 --quiet --out $OUT/engine-gpu-cl100k-units.json
-step cert-units-deepseek-v4 130 python3 -m toktier certify-engine deepseek-v4 --device gpu \
-    --units --chars 1000000 --quiet --out $OUT/engine-gpu-deepseek-v4-units.json
-step cert-units-qwen3.6 150 python3 -m toktier certify-engine qwen3.6 --device gpu --units \
-    --chars 1000000 --quiet --out $OUT/engine-gpu-qwen3.6-units.json
-step cert-units-mistral-sp-v3 150 python3 -m toktier certify-engine mistral-sp-v3 \
-    --device gpu --units --chars 1000000 --quiet --out $OUT/engine-gpu-mistral-sp-v3-units.json
+# Campaigns side by side: each is mostly one Python thread, so several fit the 16 cores (the
+# eighth lease ran five at once in 163 s, each compiling for itself on the fresh machine);
+# a bench runs alone, after them.  Every tokenizer is certified with 16-bit uploads (seventh
+# and eighth leases); qwen3, llama3, gpt-oss and tekken's default engine was last certified
+# at c3c171c, before the CPU engine's NFC dedup (which the GPU's NFC handoff reaches).
+# Run as: tools/gpu-lease/prepare.sh qwen3 llama3 gpt-oss tekken
+for n in qwen3 llama3 gpt-oss tekken; do
+  step cert-$n 400 python3 -m toktier certify-engine $n --device gpu --chars 1000000 \
+      --quiet --out $OUT/engine-gpu-$n.json &
+  sleep 2
+done
+wait
+step bench-qwen3 200 python3 -m toktier bench-gpu --tokenizers qwen3 --samples 9 \
+    --tail-samples 100 --quiet --out $OUT/gpu-fresh-str-qwen3.json
 PLAN
 du -sh .whl .dev
 echo "Untrack results/ for the transfer (64 MiB limit), run, then restore:"

@@ -10,6 +10,10 @@ device then writes the UTF-8 bytes itself (``stages.k_units_len``, a scan,
 same chain on the same bytes.  ASCII text keeps the UTF-8 upload (its encode is a copy),
 and so does a str with a character beyond U+FFFF (stored four bytes a character, which
 CPython encodes faster than a pass could convert it: ~0.5 against 1.4-1.8 ms).
+
+Off by default: the UTF-8 upload now gets its bytes from a compiled pass too
+(``engine.utf8`` through ``textcheck.utf8_array``), and on the H200 at f7ff5c3 the two
+uploads timed within 0.85-1.10x of each other at >= 1M characters (docs/gpu.md).
 """
 
 from __future__ import annotations
