@@ -1331,6 +1331,16 @@ class CpuEngine:
         sample = "Hello, world! It's 2026 — 123456789 spaces   \n\n\tx\r\n" * 3
         self.encode(sample)
         self.encode_parallel(sample * 8, threads=2, min_chars=0)
+        # The paths only long non-ASCII text takes: the compiled UTF-8 pass (from
+        # COMPILED_MIN_CHARS), the ASCII-stretch parts (an ASCII run of ASCII_RUN_MIN bytes
+        # beside other characters) and both kinds of ``encode_parallel`` cuts; left cold,
+        # a real request's first call compiled them (0.5-2 s on a fresh machine).
+        ascii_run = ("def f(x):\n    return x + 1  # ok\n" * 600)[: ASCII_RUN_MIN + 512]
+        mixed = ascii_run + "Grüße, мир — 中文 ok\n" * 900
+        self.encode(mixed)
+        for spans in (True, False):  # str parts (non-ASCII) and byte parts (ASCII)
+            self.encode_parallel(mixed, threads=2, min_chars=0, spans=spans)
+            self.encode_parallel(ascii_run, threads=2, min_chars=0, spans=spans)
         if self.tables.nfc:  # the segmented path: NFC stretches, one of which NFC changes
             self.encode(sample + "Cafe\u0301 \u0915\u094d\u0937 \u1100\u1161 " + sample)
         self.compile_seconds = time.perf_counter() - t0

@@ -22,7 +22,7 @@ import numpy as np
 from numba import cuda
 
 from ...families import stability
-from ...textcheck import utf8_array, utf8_bytes
+from ...textcheck import COMPILED_MIN_CHARS, utf8_array, utf8_bytes
 from .. import cpu
 from .. import rules as _rules
 from ..tables import EngineUnsupported
@@ -670,6 +670,10 @@ class GpuEngine:
         self.export_spans(sample)
         if self.sp_tables is None:
             self.split(sample)
+        # The host's compiled UTF-8 pass, which a long non-ASCII request's upload takes: left
+        # cold, the first such request loaded it from numba's cache (the H200 bench's 7-10
+        # ms outlier at 100K, 2026-11-28) or compiled it on a fresh machine.
+        utf8_array("\u00e9" * COMPILED_MIN_CHARS)
         if capture and self.graphs:
             with self._be.lock, self._lock:
                 for cap in self.buckets:
