@@ -18,6 +18,8 @@ from toktier.engine.tables import EngineUnsupported, bytes_hash
 from toktier.errors import InvalidTextError
 from toktier.families.classes import NFC_UNSAFE
 
+from .warmup_probe import compiled_after_warmup
+
 BYTE_BPE = ["llama3", "deepseek-v4", "qwen3", "qwen3.6", "gpt-oss", "cl100k", "tekken"]
 
 
@@ -1084,45 +1086,11 @@ def test_nfc_changed_text_handed_over_with_its_stretches_on_all_threads():
 
 
 
-_WARMUP_PROBE = """
-import gc, json, sys
-from numba.core.registry import CPUDispatcher
-import toktier
-from toktier.engine.cpu import engine_for
-
-def signatures():
-    return {f"{d.py_func.__module__}.{d.py_func.__qualname__}": len(d.overloads)
-            for d in gc.get_objects()
-            if isinstance(d, CPUDispatcher) and d.py_func.__module__.startswith("toktier.engine")}
-
-eng = engine_for(toktier.load(sys.argv[1]))
-eng.warmup()
-code = "for i in range(10):\\n    print(i, 'x')  # loop\\n" * 2500  # ~110K ASCII chars
-mixed = code[:40_000] + "Grüße, мир — 中文 ok\\n" * 2000 + code[:30_000]
-before = signatures()
-for text in (code, mixed):
-    eng.encode(text)
-    eng.encode_ids(text, threads=1)
-    eng.encode_ids(text, threads=2)
-    eng.encode_parallel(text, threads=2)
-after = signatures()
-print(json.dumps({k: [before.get(k, 0), v] for k, v in after.items() if v != before.get(k, 0)}))
-"""
-
-
-@pytest.mark.parametrize("name", ["llama3", "qwen3", "mistral-sp-v3"])
+@pytest.mark.parametrize("name", ["llama3", "qwen3"])
 def test_warmup_leaves_no_compile_to_a_request(name):
     """After ``warmup()`` the paths of long requests are compiled: ASCII and non-ASCII text
     past the compiled UTF-8 pass's threshold, long ASCII stretches beside other
     characters, both kinds of parallel cuts, spans and IDs alone.  (Before, a fresh
-    machine's first such request compiled for 0.5-2 s: the GPU bench's first CPU sample.)
-    A process of its own per tokenizer: the compiled functions are shared by every engine
-    of a process, so an earlier test's requests would have compiled them already."""
-    import json
-    import subprocess
-    import sys
-
-    out = subprocess.run([sys.executable, "-c", _WARMUP_PROBE, name], capture_output=True,
-                         text=True, timeout=900, check=True)  # fmt: skip
-    new = json.loads(out.stdout.strip().splitlines()[-1])
+    machine's first such request compiled for 0.5-2 s: the GPU bench's first CPU sample.)"""
+    new = compiled_after_warmup(name)
     assert not new, f"compiled on a request after warmup ({name}): {new}"

@@ -26,6 +26,8 @@ from toktier.engine.tables import EngineUnsupported
 from toktier.errors import InvalidTextError
 from toktier.registry import Tokenizer
 
+from .warmup_probe import compiled_after_warmup
+
 NAMES = ["mistral-sp-v1", "mistral-sp-v3"]
 
 
@@ -194,3 +196,10 @@ def test_engine_is_chosen_and_served(tmp_path):
     assert isinstance(tok, Tokenizer) and tok.engine is engine_for(tok)
     text = "Hello [INST] world\n😀 ▁x"
     assert tok.encode(text).tolist() == tok.reference(text)
+
+
+def test_warmup_leaves_no_compile_to_a_request():
+    """``warmup()`` also runs the compiled UTF-8 pass a long non-ASCII request takes (before,
+    that request compiled it); the byte-level engines' check is in test_engine."""
+    new = compiled_after_warmup("mistral-sp-v3")
+    assert not new, f"compiled on a request after warmup: {new}"
