@@ -1,0 +1,70 @@
+"""The planner's Python steps around an append's compiled call, clocked in a loop of real
+appends: ``Planner.first_window`` re-stated (ASCII appends, no NFC path) with clocks
+between window bytes, context and arguments, the compiled call, the result slots and the
+``Planned`` object; P50 of each after the first 20 appends.  Comparing DELTA 10 with 1100
+shows how much more the same fixed-size steps cost after a larger window's compiled call.
+Usage: ``.venv/bin/python tools/append-profile/first_window_steps.py [DELTA]``.
+"""
+
+import sys
+import time
+
+import numpy as np
+
+from toktier import Tier, load
+from toktier.bench import continuation as C
+from toktier.bench.streams import load_trajectories
+from toktier.bench.timing import private_engine
+from toktier.engine import splice as SP
+from toktier.workload import archives
+
+NAME = "llama3"
+DELTA = int(sys.argv[1]) if len(sys.argv) > 1 else 1100
+STEPS = ("window bytes + records", "context + arguments", "compiled call", "result slots",
+         "Planned")  # fmt: skip
+
+trajs = load_trajectories(archives.find_archive("mini-swe-agent"))
+stream = C.standard_streams(trajs, NAME, 48_000 + DELTA * 400, "x" * 1000)["transcripts"]
+tok = load(NAME)
+tier = Tier(tok, engine=private_engine(tok), verify_rate=0, delta_aware=False)
+planner = tier._planner
+clock = time.perf_counter_ns
+marks = []
+
+
+def first_window(state, window_text, ws, new_len, *, apply_now, u8=None):
+    """``Planner.first_window`` for an ASCII append, with a clock between its steps."""
+    m = [clock()]
+    old_len = state.text_length
+    u8 = np.frombuffer(window_text.encode("utf-8") if u8 is None else u8, dtype=np.uint8)
+    records = (state.ids, state.starts, state.ends, state.n)
+    m.append(clock())
+    ctx, wk = planner._context(u8.size)
+    args = (u8, ws, new_len, old_len, new_len, old_len, 0, *records, ctx, apply_now)
+    m.append(clock())
+    status = planner._plan_engine(*args, False)
+    m.append(clock())
+    if status != SP.OK:
+        return None  # the protocol runs (not timed here)
+    fresh = (wk.f_ids, wk.f_s, wk.f_e)
+    res = wk.res.tolist()
+    m.append(clock())
+    start = res[SP.R_B_LEFT] if res[SP.R_CUT] >= 0 else ws
+    plan = SP.Planned(True, res, 0, SP._ok_reason(ws, new_len, new_len, 0), new_len - start, ws,
+                      fresh, planner._apply)  # fmt: skip
+    m.append(clock())
+    marks.append(m)
+    return plan
+
+
+planner.first_window = first_window
+tier.encode(stream[:48_000], session="s")
+pos = 48_000
+for _ in range(300):
+    delta = stream[pos : pos + DELTA]
+    pos += DELTA
+    if delta.isascii():
+        tier.append("s", delta)
+p50 = np.median(np.diff(np.array(marks[20:]), axis=1), axis=0) / 1e3
+print(f"{NAME}, {DELTA}-char appends, {len(marks) - 20} timed, P50 us: "
+      + " | ".join(f"{s} {v:.2f}" for s, v in zip(STEPS, p50, strict=True)))  # fmt: skip
