@@ -1085,7 +1085,6 @@ def test_nfc_changed_text_handed_over_with_its_stretches_on_all_threads():
         assert list(zip(s.tolist(), e.tolist(), strict=True)) == [tuple(o) for o in enc.offsets]
 
 
-
 @pytest.mark.parametrize("name", ["llama3", "qwen3"])
 def test_warmup_leaves_no_compile_to_a_request(name):
     """After ``warmup()`` the paths of long requests are compiled: ASCII and non-ASCII text
