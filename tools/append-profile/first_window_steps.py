@@ -10,23 +10,16 @@ import sys
 import time
 
 import numpy as np
+from session_loop import transcripts_tier
 
-from toktier import Tier, load
-from toktier.bench import continuation as C
-from toktier.bench.streams import load_trajectories
-from toktier.bench.timing import private_engine
 from toktier.engine import splice as SP
-from toktier.workload import archives
 
 NAME = "llama3"
 DELTA = int(sys.argv[1]) if len(sys.argv) > 1 else 1100
 STEPS = ("window bytes + records", "context + arguments", "compiled call", "result slots",
          "Planned")  # fmt: skip
 
-trajs = load_trajectories(archives.find_archive("mini-swe-agent"))
-stream = C.standard_streams(trajs, NAME, 48_000 + DELTA * 400, "x" * 1000)["transcripts"]
-tok = load(NAME)
-tier = Tier(tok, engine=private_engine(tok), verify_rate=0, delta_aware=False)
+stream, tier = transcripts_tier(NAME, DELTA)
 planner = tier._planner
 clock = time.perf_counter_ns
 marks = []

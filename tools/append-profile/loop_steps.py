@@ -11,19 +11,11 @@ import sys
 import time
 
 import numpy as np
-
-from toktier import Tier, load
-from toktier.bench import continuation as C
-from toktier.bench.streams import load_trajectories
-from toktier.bench.timing import private_engine
-from toktier.workload import archives
+from session_loop import transcripts_tier
 
 name = sys.argv[1] if len(sys.argv) > 1 else "llama3"
 delta_len = int(sys.argv[2]) if len(sys.argv) > 2 else 1100
-trajs = load_trajectories(archives.find_archive("mini-swe-agent"))
-stream = C.standard_streams(trajs, name, 48_000 + delta_len * 400, "x" * 1000)["transcripts"]
-tok = load(name)
-tier = Tier(tok, engine=private_engine(tok), verify_rate=0, delta_aware=False)
+stream, tier = transcripts_tier(name, delta_len)
 planner = tier._planner
 clock = time.perf_counter_ns
 marks, compiled = [], []
