@@ -90,13 +90,19 @@ def test_a_broken_splice_is_caught(monkeypatch, impl):
         monkeypatch.setattr(repair, "plan", off_by_one)
     else:
 
+        def shift(res):  # the result slots (a list or the workspace's array), in place
+            if res[splice.R_KEEP_LEFT] > 0:
+                res[splice.R_KEEP_LEFT] -= 1
+                res[splice.R_KEEP] = min(res[splice.R_KEEP], res[splice.R_KEEP_LEFT])
+                res[splice.R_NEW_N] -= 1
+
         def off_by_one(real):  # both entries: an append's first window, and plan's loop
             def broken(self, *args, **kwargs):
                 p = real(self, *args, **kwargs)
-                if p is not None and p.ok and p.res[splice.R_KEEP_LEFT] > 0:
-                    p.res[splice.R_KEEP_LEFT] -= 1
-                    p.res[splice.R_KEEP] = min(p.res[splice.R_KEEP], p.res[splice.R_KEEP_LEFT])
-                    p.res[splice.R_NEW_N] -= 1
+                if isinstance(p, tuple):  # first_window: (result slots, fresh records)
+                    shift(p[0])
+                elif p is not None and p.ok:
+                    shift(p.res)
                     p.keep, p.new_n = p.res[splice.R_KEEP], p.res[splice.R_NEW_N]
                 return p
 

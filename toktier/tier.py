@@ -472,12 +472,21 @@ class Tier:
             if old_part is None:
                 old_part = full_text[ws:old_len]
             u8 = old_part.encode("utf-8") + delta_u8
-        plan = self._planner.first_window(
-            state, window_text, ws, new_len, apply_now=not state.readers(), u8=u8
-        )
-        if plan is None:
+        planner = self._planner
+        found = planner.first_window(state, window_text, ws, new_len,
+                                     apply_now=not state.readers(), u8=u8)  # fmt: skip
+        if found is None:
             return None
-        return self._commit_plan(state, session, plan, new_len - old_len, text_state, "appends")
+        written = planner.written_splice(found[0], ws, new_len)
+        if written is None:
+            plan = planner.first_window_plan(*found, ws, new_len)
+            return self._commit_plan(state, session, plan, new_len - old_len, text_state, "appends")
+        # Written by the compiled call already: publish and answer from its slots (no
+        # ``Planned``: the common append touches as few objects as it can).
+        new_n, keep, reason, window_chars, boundaries = written
+        state.publish(new_n, new_len - old_len, text_state)
+        return self._answer_splice(state, session, "appends", keep, 0, reason, window_chars,
+                                   boundaries)  # fmt: skip
 
     def _commit_plan(self, state, session, plan, shift, text_state, kind) -> Result:
         """Publish a certified compiled splice (written already, or written now) and answer."""
@@ -485,15 +494,19 @@ class Tier:
             state.publish(plan.new_n, shift, text_state)
         else:
             state.commit_splice(plan, shift, text_state=text_state)
+        return self._answer_splice(state, session, kind, plan.keep, plan.widenings, plan.reason,
+                                   plan.window_chars, plan.boundaries)  # fmt: skip
+
+    def _answer_splice(self, state, session, kind, keep, widenings, reason, window_chars,
+                       boundaries) -> Result:  # fmt: skip
+        """A published splice's bookkeeping and answer: store, counters, the new IDs."""
         self.store.refresh(state)
-        widenings = plan.widenings
         self._count("requests", "hits", kind, "widened" if widenings else "first_window",
                     widenings=widenings)  # fmt: skip
-        keep = plan.keep
         new_ids = state.ids[keep : state.n].copy()
         new_ids.flags.writeable = False
-        return self._snapshot_result(state, "repair", plan.reason, session, widenings,
-                                     plan.window_chars, plan.boundaries, keep, new_ids)  # fmt: skip
+        return self._snapshot_result(state, "repair", reason, session, widenings, window_chars,
+                                     boundaries, keep, new_ids)  # fmt: skip
 
     def _full(self, route: Route, text: str, ids_only: bool = False):
         """(ids, starts, ends) on the route's full path; the IDs alone with ``ids_only``."""

@@ -763,14 +763,19 @@ class Planner:
         return int(wk.res[R_STATUS]), wk
 
     def first_window(self, state, window_text: str, ws: int, new_len: int, *,
-                     apply_now: bool, u8: bytes | None = None) -> Planned | None:  # fmt: skip
+                     apply_now: bool, u8: bytes | None = None) -> tuple[np.ndarray, tuple] | None:  # fmt: skip
         """An append's first window in one compiled call: ``plan`` without its loop.
 
         ``window_text`` is the new text from ``ws`` to its end (``ws`` = the old length
         minus the window, or 0); ``u8`` its UTF-8 bytes if the caller has them.  Returns
-        the certified splice, or None when this tokenizer has no compiled window encode
-        (WordPiece: the reference encodes windows) or the window needs records encoded
-        outside or a wider one; nothing was written then, and the caller runs ``plan``.
+        (result slots, fresh records) of the certified splice -- this thread's workspace,
+        valid until its next plan; ``res[R_APPLIED]`` says whether it is written already
+        (``first_window_plan`` makes the ``Planned`` that writes it otherwise) -- or None
+        when this tokenizer has no compiled window encode (WordPiece: the reference
+        encodes windows) or the window needs a wider one; nothing was written then, and
+        the caller runs ``plan``.  No ``Planned`` is made on the common path: an append's
+        answer reads the few slots it needs (``Tier._first_window``; 1.06-1.10x per
+        append, ``tools/append-profile/fused_ab.py``).
         """
         old_len = state.text_length
         u8 = np.frombuffer(window_text.encode("utf-8") if u8 is None else u8, dtype=np.uint8)
@@ -793,10 +798,25 @@ class Planner:
             status = int(wk.res[R_STATUS])
         if status != OK:
             return None
-        res = wk.res.tolist()
+        return wk.res, fresh
+
+    def first_window_plan(self, res: np.ndarray, fresh: tuple, ws: int, new_len: int) -> Planned:
+        """``first_window``'s splice as a ``Planned`` (to write it, when the call did not)."""
+        res = res.tolist()
         start = res[R_B_LEFT] if res[R_CUT] >= 0 else ws  # the cut: encoded from there
         return Planned(True, res, 0, _ok_reason(ws, new_len, new_len, 0), new_len - start, ws,
                        fresh, self._apply)  # fmt: skip
+
+    @staticmethod
+    def written_splice(res: np.ndarray, ws: int, new_len: int) -> tuple | None:
+        """(records after it, leading IDs kept, reason, window characters, boundaries) of a
+        ``first_window`` splice its compiled call wrote already; None if it did not."""
+        if res[R_APPLIED] != 1:
+            return None
+        b_left = int(res[R_B_LEFT])
+        start = b_left if res[R_CUT] >= 0 else ws  # the cut: encoded from there
+        return (int(res[R_NEW_N]), int(res[R_KEEP]), _ok_reason(ws, new_len, new_len, 0),
+                new_len - start, (b_left if b_left >= 0 else None, None))  # fmt: skip
 
     def plan(self, state, old_len, new_len, prefix, suffix, window_text, *, window,
              max_widenings, apply_now=False) -> Planned:  # fmt: skip
