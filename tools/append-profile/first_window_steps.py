@@ -1,8 +1,9 @@
 """The planner's Python steps around an append's compiled call, clocked in a loop of real
 appends: ``Planner.first_window`` re-stated (ASCII appends, no NFC path) with clocks
-between window bytes, context and arguments, the compiled call, the result slots and the
-``Planned`` object; P50 of each after the first 20 appends.  Comparing DELTA 10 with 1100
-shows how much more the same fixed-size steps cost after a larger window's compiled call.
+between window bytes, context and arguments, the compiled call, and reading the written
+splice off the result slots (``Planner.written_splice``); P50 of each after the first 20
+appends.  Comparing DELTA 10 with 1100 shows how much more the same fixed-size steps cost
+after a larger window's compiled call.
 Usage: ``.venv/bin/python tools/append-profile/first_window_steps.py [DELTA]``.
 """
 
@@ -16,8 +17,7 @@ from toktier.engine import splice as SP
 
 NAME = "llama3"
 DELTA = int(sys.argv[1]) if len(sys.argv) > 1 else 1100
-STEPS = ("window bytes + records", "context + arguments", "compiled call", "result slots",
-         "Planned")  # fmt: skip
+STEPS = ("window bytes + records", "context + arguments", "compiled call", "written splice")
 
 stream, tier = transcripts_tier(NAME, DELTA)
 planner = tier._planner
@@ -39,15 +39,10 @@ def first_window(state, window_text, ws, new_len, *, apply_now, u8=None):
     m.append(clock())
     if status != SP.OK:
         return None  # the protocol runs (not timed here)
-    fresh = (wk.f_ids, wk.f_s, wk.f_e)
-    res = wk.res.tolist()
-    m.append(clock())
-    start = res[SP.R_B_LEFT] if res[SP.R_CUT] >= 0 else ws
-    plan = SP.Planned(True, res, 0, SP._ok_reason(ws, new_len, new_len, 0), new_len - start, ws,
-                      fresh, planner._apply)  # fmt: skip
+    planner.written_splice(wk.res, ws, new_len)  # what the tier reads next
     m.append(clock())
     marks.append(m)
-    return plan
+    return wk.res, (wk.f_ids, wk.f_s, wk.f_e)
 
 
 planner.first_window = first_window

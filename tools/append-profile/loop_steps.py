@@ -29,11 +29,19 @@ def first_window(state, session, delta, full_text, old_len, new_len, delta_u8=No
     m.append(clock())
     text_state = state.next_text(appended=delta)
     m.append(clock())
-    plan = planner.first_window(state, window_text, ws, new_len, apply_now=not state.readers())
+    found = planner.first_window(state, window_text, ws, new_len, apply_now=not state.readers())
     m.append(clock())
-    if plan is None:  # no first-window splice: the session is unchanged, the protocol runs
+    if found is None:  # no first-window splice: the session is unchanged, the protocol runs
         return None
-    out = tier._commit_plan(state, session, plan, new_len - old_len, text_state, "appends")
+    written = planner.written_splice(found[0], ws, new_len)
+    if written is None:  # a result still reads the arrays: the splice is written now
+        plan = planner.first_window_plan(*found, ws, new_len)
+        out = tier._commit_plan(state, session, plan, new_len - old_len, text_state, "appends")
+    else:
+        new_n, keep, reason, window_chars, boundaries = written
+        state.publish(new_n, new_len - old_len, text_state)
+        out = tier._answer_splice(state, session, "appends", keep, 0, reason, window_chars,
+                                  boundaries)  # fmt: skip
     m.append(clock())
     marks.append(m)
     return out

@@ -45,7 +45,7 @@ def wrap(obj, attr, label):
 pl = tier._planner
 wrap(pl, "_plan_engine", "compiled")
 wrap(pl, "first_window", "first_window")
-wrap(tier, "_commit_plan", "_commit_plan")
+wrap(tier, "_answer_splice", "_answer_splice")
 wrap(tier, "_snapshot_result", "_snapshot_result")
 wrap(tier.store, "get", "store.get")
 wrap(tier.store, "refresh", "store.refresh")
