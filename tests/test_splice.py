@@ -192,6 +192,47 @@ def test_held_results_survive_later_splices(name):
     check()
 
 
+@pytest.mark.parametrize("name", ["llama3", "qwen3", "mistral-sp-v3"])
+def test_written_and_held_first_window_answers_agree(name, monkeypatch):
+    """An append whose splice the compiled call wrote is answered from the result slots
+    (``Planner.written_splice``); one made while an earlier result still reads the arrays
+    goes through a ``Planned`` (``first_window_plan``) and is written afterwards.  Both
+    must give the same answer -- route, reason, kept prefix, new IDs, boundaries, window
+    -- and each path must really have been taken."""
+    taken = []
+    real = splice.Planner.written_splice
+
+    def spy(res, ws, new_len):
+        out = real(res, ws, new_len)
+        taken.append(out is not None)
+        return out
+
+    monkeypatch.setattr(splice.Planner, "written_splice", staticmethod(spy))
+    tok = toktier.load(name)
+    dropping, holding = (Tier(tok, verify_rate=0, delta_aware=False) for _ in range(2))
+    text = PROSE
+    for t in (dropping, holding):
+        t.encode(text, session="w")  # a seed's result owns its IDs: no reader yet
+    held = []
+    for k in range(12):
+        delta = f" line {k}: x = {k * 37} # caf\u00e9\n" if k % 3 else f" step {k}"
+        text += delta
+        taken.clear()
+        a = dropping.append("w", delta)
+        written = list(taken)
+        taken.clear()
+        b = holding.append("w", delta)
+        assert written == [True] and taken == [not held], (k, written, taken)
+        for field in ("path", "reason", "keep", "boundaries", "window_chars", "widenings"):
+            assert getattr(a, field) == getattr(b, field), (k, field)
+        assert np.array_equal(a.new_ids, b.new_ids) and len(a) == len(b)
+        assert a.ids.tolist() == tok.reference(text)
+        held.append((b, text))  # kept unread: the next append finds a reader
+        del a
+    for r, t in held:
+        assert r.ids.tolist() == tok.reference(t)
+
+
 def test_full_text_request_keeps_the_callers_string():
     tier = Tier("llama3", verify_rate=0)
     text = PROSE
