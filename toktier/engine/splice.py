@@ -774,8 +774,8 @@ class Planner:
         when this tokenizer has no compiled window encode (WordPiece: the reference
         encodes windows) or the window needs a wider one; nothing was written then, and
         the caller runs ``plan``.  No ``Planned`` is made on the common path: an append's
-        answer reads the few slots it needs (``Tier._first_window``; 1.06-1.10x per
-        append, ``tools/append-profile/fused_ab.py``).
+        answer reads the few slots it needs (``Tier._first_window``; 0.3-2% per append,
+        ``tools/append-profile/fused_ab.py``).
         """
         old_len = state.text_length
         u8 = np.frombuffer(window_text.encode("utf-8") if u8 is None else u8, dtype=np.uint8)
@@ -803,9 +803,8 @@ class Planner:
     def first_window_plan(self, res: np.ndarray, fresh: tuple, ws: int, new_len: int) -> Planned:
         """``first_window``'s splice as a ``Planned`` (to write it, when the call did not)."""
         res = res.tolist()
-        start = res[R_B_LEFT] if res[R_CUT] >= 0 else ws  # the cut: encoded from there
-        return Planned(True, res, 0, _ok_reason(ws, new_len, new_len, 0), new_len - start, ws,
-                       fresh, self._apply)  # fmt: skip
+        return Planned(True, res, 0, _ok_reason(ws, new_len, new_len, 0),
+                       new_len - _encoded_from(res, ws), ws, fresh, self._apply)  # fmt: skip
 
     @staticmethod
     def written_splice(res: np.ndarray, ws: int, new_len: int) -> tuple | None:
@@ -814,9 +813,8 @@ class Planner:
         if res[R_APPLIED] != 1:
             return None
         b_left = int(res[R_B_LEFT])
-        start = b_left if res[R_CUT] >= 0 else ws  # the cut: encoded from there
         return (int(res[R_NEW_N]), int(res[R_KEEP]), _ok_reason(ws, new_len, new_len, 0),
-                new_len - start, (b_left if b_left >= 0 else None, None))  # fmt: skip
+                new_len - _encoded_from(res, ws), (b_left if b_left >= 0 else None, None))  # fmt: skip
 
     def plan(self, state, old_len, new_len, prefix, suffix, window_text, *, window,
              max_widenings, apply_now=False) -> Planned:  # fmt: skip
@@ -857,8 +855,8 @@ class Planner:
             res = wk.res.tolist()
             if res[R_STATUS] == OK:
                 reason = _ok_reason(ws, we, new_len, widenings)
-                start = res[R_B_LEFT] if res[R_CUT] >= 0 else ws  # the cut: encoded from there
-                return Planned(True, res, widenings, reason, we - start, ws, fresh, self._apply)
+                return Planned(True, res, widenings, reason, we - _encoded_from(res, ws), ws, fresh,
+                               self._apply)  # fmt: skip
             if res[R_WHY_KIND]:
                 why = _why(res)
             if widenings >= max_widenings:
@@ -869,6 +867,11 @@ class Planner:
                 wl *= 2
             else:
                 wr *= 2
+
+
+def _encoded_from(res, ws: int) -> int:
+    """Where a plan's window encode started: the cut splice's point, else the window's start."""
+    return int(res[R_B_LEFT]) if res[R_CUT] >= 0 else ws
 
 
 def _ok_reason(ws: int, we: int, new_len: int, widenings: int) -> str:
