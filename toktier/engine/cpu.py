@@ -515,9 +515,24 @@ def _join_stretches(cps, ra, rb):
 def nfc_stretch_changes(normalize, cps: np.ndarray, fl: np.ndarray):
     """(starts, ends, changed) of the NFC stretches of ``cps`` and whether the reference's NFC
     changes each: what the segmented path needs, so a caller that has checked a text can
-    hand its answer on instead of the engine normalizing the same stretches again."""
+    hand its answer on instead of the engine normalizing the same stretches again.
+
+    Stretches, their distinct contents and the join are found in one compiled call
+    (``_stretches_joined``): as three calls they cost ~35 us more per NFC repair window
+    than the normalizer itself (~60 us)."""
+    sa, sb, first, which, joined, sep = _stretches_joined(cps, fl)
+    return sa, sb, _nfc_verdicts(normalize, cps, sa, sb, first, which, joined, sep)
+
+
+@numba.njit(cache=True, nogil=True)
+def _stretches_joined(cps, fl):
+    """``nfc_stretch_changes``' compiled part: (starts, ends, first, which, joined, sep) --
+    the NFC stretches (``_nfc_stretches``), their distinct contents
+    (``_distinct_stretches``) and those joined (``_join_stretches``)."""
     sa, sb = _nfc_stretches(cps.size, fl)
-    return sa, sb, nfc_changes(normalize, cps, sa, sb)
+    first, which = _distinct_stretches(cps, sa, sb)
+    joined, sep = _join_stretches(cps, sa[first], sb[first])
+    return sa, sb, first, which, joined, sep
 
 
 def _utf32(a: np.ndarray) -> str:
@@ -582,19 +597,23 @@ def nfc_changes(normalize, cps: np.ndarray, ra: np.ndarray, rb: np.ndarray) -> n
     stretches -- the marks of a language's common words -- 5-13 times over
     (``results/runs/engine-ab/nfc-segmented.txt``).
     """
-    m = len(ra)
-    if m == 0:
-        return np.zeros(0, dtype=bool)
     first, which = _distinct_stretches(cps, ra, rb)
-    if first.size < m:
-        return _nfc_changes_distinct(normalize, cps, ra[first], rb[first])[which]
-    return _nfc_changes_distinct(normalize, cps, ra, rb)
+    joined, sep = _join_stretches(cps, ra[first], rb[first])
+    return _nfc_verdicts(normalize, cps, ra, rb, first, which, joined, sep)
 
 
-def _nfc_changes_distinct(normalize, cps: np.ndarray, ra: np.ndarray, rb: np.ndarray):
-    """``nfc_changes`` of stretches whose contents differ."""
+def _nfc_verdicts(normalize, cps, ra, rb, first, which, joined, sep) -> np.ndarray:
+    """``nfc_changes`` from the distinct stretches (``first``, ``which``) and their join."""
+    if ra.size == 0:
+        return np.zeros(0, dtype=bool)
+    changed = _nfc_changes_distinct(normalize, cps, ra[first], rb[first], joined, sep)
+    return changed if first.size == ra.size else changed[which]
+
+
+def _nfc_changes_distinct(normalize, cps: np.ndarray, ra: np.ndarray, rb: np.ndarray,
+                          joined: np.ndarray, sep: int):  # fmt: skip
+    """``nfc_changes`` of stretches whose contents differ, ``_join_stretches`` of them given."""
     m = len(ra)
-    joined, sep = _join_stretches(cps, ra, rb)
     if m >= 2 and sep >= 0:
         s = _utf32(joined)
         normed = normalize(s)
@@ -690,36 +709,81 @@ def reference_spans(hf, text: str, ra: np.ndarray, rb: np.ndarray, separator, me
     ids, starts, ends = [_EMPTY], [_EMPTY], [_EMPTY]
     counts = np.zeros(ra.size, dtype=np.int64)
     for k, (a, b) in enumerate(zip(ra.tolist(), rb.tolist(), strict=True)):
-        enc = hf.encode(text[a:b], add_special_tokens=False)
-        off = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
-        ids.append(np.asarray(enc.ids, dtype=np.int64))
-        starts.append(off[:, 0] + a)
-        ends.append(off[:, 1] + a)
-        counts[k] = len(enc.ids)
+        e_ids, offs = _encoding_arrays(hf.encode(text[a:b], add_special_tokens=False))
+        ids.append(e_ids)
+        starts.append(offs[0::2] + a)
+        ends.append(offs[1::2] + a)
+        counts[k] = e_ids.size
     return np.concatenate(ids), np.concatenate(starts), np.concatenate(ends), counts
 
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 
 
+def _encoding_arrays(enc) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, offsets flattened as start, end, start, ...) of a reference ``Encoding``, int64.
+
+    ``np.fromiter`` over the binding's lists: ``np.asarray`` of the offsets' list of tuples
+    took ~2x as long (~0.3 us a token; an NFC window's reference call returns ~200)."""
+    k = len(enc.ids)
+    ids = np.fromiter(enc.ids, dtype=np.int64, count=k)
+    offs = np.fromiter(itertools.chain.from_iterable(enc.offsets), dtype=np.int64, count=2 * k)
+    return ids, offs
+
+
 def _memo_spans(hf, text, ra, rb, separator, memo):
     keys = [text[a:b] for a, b in zip(ra.tolist(), rb.tolist(), strict=True)]
     got = [memo.get(k) for k in keys]
     miss = [i for i, g in enumerate(got) if g is None]
-    if miss:
-        mi = np.array(miss, dtype=np.int64)
-        ids, starts, ends, counts = reference_spans(hf, text, ra[mi], rb[mi], separator)
-        at = np.concatenate(([0], np.cumsum(counts))).tolist()
-        if len(memo) + len(miss) > REF_MEMO_ENTRIES:
-            memo.clear()
-        for j, i in enumerate(miss):
-            x, y, a = at[j], at[j + 1], int(ra[i])
-            entry = (ids[x:y].copy(), starts[x:y] - a, ends[x:y] - a)
-            for arr in entry:
-                arr.setflags(write=False)
-            got[i] = entry
-            if len(keys[i]) <= REF_MEMO_MAX_CHARS:
-                memo[keys[i]] = entry
+    if not miss:
+        return _gather_entries(got, ra)
+    if len(miss) == len(keys):  # nothing known (new text): the reference's answer as it is
+        out = reference_spans(hf, text, ra, rb, separator)
+        _remember(memo, keys, ra, out)
+        return out
+    mi = np.array(miss, dtype=np.int64)
+    entries = _remember(memo, [keys[i] for i in miss], ra[mi],
+                        reference_spans(hf, text, ra[mi], rb[mi], separator))  # fmt: skip
+    for i, e in zip(miss, entries, strict=True):
+        got[i] = e
+    return _gather_entries(got, ra)
+
+
+def _remember(memo: dict, keys: list, ra: np.ndarray, out) -> list:
+    """Keep the spans of ``reference_spans``' answer ``out`` (for span texts ``keys``
+    starting at ``ra``) in ``memo``, read-only and relative to their spans; returns them.
+
+    The entries are views of three arrays made for them (one copy for all, not three per
+    span), unless a span too long to keep shares them: then each entry is copied, so a
+    kept entry never holds a long span's tokens in memory."""
+    ids, starts, ends, counts = out
+    shift = np.repeat(ra, counts)
+    ids, rel_s, rel_e = ids.copy(), starts - shift, ends - shift
+    at = np.zeros(len(keys) + 1, dtype=np.int64)
+    np.cumsum(counts, out=at[1:])
+    at = at.tolist()
+    views = all(len(k) <= REF_MEMO_MAX_CHARS for k in keys)
+    if views:
+        for arr in (ids, rel_s, rel_e):
+            arr.setflags(write=False)
+    if len(memo) + len(keys) > REF_MEMO_ENTRIES:
+        memo.clear()
+    entries = []
+    for j, key in enumerate(keys):
+        x, y = at[j], at[j + 1]
+        entry = (ids[x:y], rel_s[x:y], rel_e[x:y])
+        if not views:
+            entry = tuple(a.copy() for a in entry)
+            for a in entry:
+                a.setflags(write=False)
+        entries.append(entry)
+        if len(key) <= REF_MEMO_MAX_CHARS:
+            memo[key] = entry
+    return entries
+
+
+def _gather_entries(got: list, ra: np.ndarray):
+    """``reference_spans``' answer from memo entries (relative to their spans at ``ra``)."""
     counts = np.array([g[0].size for g in got], dtype=np.int64)
     shift = np.repeat(ra, counts)
     return (np.concatenate([g[0] for g in got] or [_EMPTY]),
@@ -729,31 +793,52 @@ def _memo_spans(hf, text, ra, rb, separator, memo):
 
 def _joined_spans(hf, text, ra, rb, separator):
     content, sep_id = separator
-    width = len(content)
     enc = hf.encode(
         content.join([text[a:b] for a, b in zip(ra.tolist(), rb.tolist(), strict=True)]),
         add_special_tokens=False,
     )
-    ids = np.asarray(enc.ids, dtype=np.int64)
-    off = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
-    lens = rb - ra
-    q = np.zeros(ra.size, dtype=np.int64)  # each part's start in the joined text
-    np.cumsum(lens[:-1] + width, out=q[1:])
-    sep_at = q[:-1] + lens[:-1]
-    j = np.searchsorted(off[:, 0], sep_at)  # the first token at or after each separator
-    if (j >= len(ids)).any():
-        return None
-    if not ((ids[j] == sep_id) & (off[j, 0] == sep_at) & (off[j, 1] == sep_at + width)).all():
-        return None  # a separator did not come back alone at its place
-    counts = np.diff(np.concatenate(([-1], j, [len(ids)]))) - 1  # tokens between separators
-    part = np.repeat(np.arange(ra.size), counts)  # each non-separator token's part
-    keep = np.ones(len(ids), dtype=bool)
-    keep[j] = False
-    p_off = off[keep]
-    if not ((p_off[:, 0] >= q[part]) & (p_off[:, 1] <= q[part] + lens[part])).all():
-        return None  # a token straddles a part's edge
-    shift = (ra - q)[part]
-    return ids[keep], p_off[:, 0] + shift, p_off[:, 1] + shift, counts
+    ids, offs = _encoding_arrays(enc)
+    ok, out_ids, starts, ends, counts = _split_joined(ids, offs, ra, rb, len(content), sep_id)
+    return (out_ids, starts, ends, counts) if ok else None
+
+
+@numba.njit(cache=True, nogil=True)
+def _split_joined(ids, offs, ra, rb, width, sep_id):
+    """The tokens of a joined reference call (``_joined_spans``: the spans ``[ra[k], rb[k])``
+    joined by a separator of ``width`` characters) back per span, offsets in the text's
+    characters: (ok, ids, starts, ends, counts).  ``ok`` is False unless every separator
+    came back as one token ``sep_id`` exactly at its place and every other token lies
+    inside one span (its start and end within the span's part of the joined text)."""
+    m = ra.size
+    k = ids.size
+    out_ids = np.empty(k, dtype=np.int64)
+    out_s = np.empty(k, dtype=np.int64)
+    out_e = np.empty(k, dtype=np.int64)
+    counts = np.zeros(m, dtype=np.int64)
+    t = 0  # next token of the joined call
+    w = 0  # next output slot
+    q = 0  # span p's start in the joined text
+    for p in range(m):
+        end = q + rb[p] - ra[p]  # span p's end in the joined text (its separator's start)
+        shift = ra[p] - q
+        w0 = w
+        while t < k and (p == m - 1 or offs[2 * t] < end):
+            s = offs[2 * t]
+            e = offs[2 * t + 1]
+            if s < q or e > end:
+                return False, out_ids[:0], out_s[:0], out_e[:0], counts
+            out_ids[w] = ids[t]
+            out_s[w] = s + shift
+            out_e[w] = e + shift
+            w += 1
+            t += 1
+        counts[p] = w - w0
+        if p < m - 1:
+            if t >= k or ids[t] != sep_id or offs[2 * t] != end or offs[2 * t + 1] != end + width:
+                return False, out_ids[:0], out_s[:0], out_e[:0], counts
+            t += 1
+        q = end + width
+    return True, out_ids[:w], out_s[:w], out_e[:w], counts
 
 
 @numba.njit(cache=True, nogil=True)

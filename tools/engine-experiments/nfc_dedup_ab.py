@@ -1,4 +1,4 @@
-"""Each distinct NFC stretch normalized once (``cpu.nfc_changes`` now) against every stretch,
+"""Each distinct NFC stretch normalized once (``cpu._nfc_verdicts`` now) against every stretch,
 repeats and all (before), in whole one-thread engine calls: one engine, warm piece caches, variants
 alternated per slice, each call on a fresh str copy; outputs checked equal.
 
@@ -12,23 +12,23 @@ from alternate import alternate, report
 
 from toktier.engine import cpu
 
-NEW = cpu.nfc_changes
+NEW = cpu._nfc_verdicts
 
 
-def all_stretches(normalize, cps, ra, rb):
+def all_stretches(normalize, cps, ra, rb, first, which, joined, sep):
     """Before: every stretch into the reference's normalizer, repeats and all."""
     if len(ra) == 0:
         return np.zeros(0, dtype=bool)
-    return cpu._nfc_changes_distinct(normalize, cps, ra, rb)
+    return cpu._nfc_changes_distinct(normalize, cps, ra, rb, *cpu._join_stretches(cps, ra, rb))
 
 
 def main(name: str, kind: str, chars: int = 1_000_000, n: int = 8) -> None:
     def use(fn):
-        return lambda: setattr(cpu, "nfc_changes", fn)
+        return lambda: setattr(cpu, "_nfc_verdicts", fn)
 
     res = alternate(name, kind, chars, n, {"every stretch (old)": use(all_stretches),
                                            "distinct once (new)": use(NEW)})  # fmt: skip
-    cpu.nfc_changes = NEW
+    cpu._nfc_verdicts = NEW
     report(f"{name} {kind} {chars:,} chars, {n} slices x 3 rounds, one thread, warm", res)
 
 
