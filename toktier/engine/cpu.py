@@ -517,9 +517,9 @@ def nfc_stretch_changes(normalize, cps: np.ndarray, fl: np.ndarray):
     changes each: what the segmented path needs, so a caller that has checked a text can
     hand its answer on instead of the engine normalizing the same stretches again.
 
-    Stretches, their distinct contents and the join are found in one compiled call
-    (``_stretches_joined``): as three calls they cost ~35 us more per NFC repair window
-    than the normalizer itself (~60 us)."""
+    Stretches, their distinct contents and the join come from one compiled call
+    (``_stretches_joined``; three before: 1.05x on NFC repair windows, whose time is mostly
+    the normalizer's, ``results/runs/append-path/nfc-window-ab-2026-11-28.txt``)."""
     sa, sb, first, which, joined, sep = _stretches_joined(cps, fl)
     return sa, sb, _nfc_verdicts(normalize, cps, sa, sb, first, which, joined, sep)
 
