@@ -1,5 +1,8 @@
 """Which compiled functions a request still compiles after an engine's ``warmup()``.
 
+The requests: long ASCII, long mixed text, and text whose words NFC changes (an NFC
+tokenizer's segmented path with several reference spans), long and short.
+
 Run in a process of its own per tokenizer: numba's compiled functions are shared by
 every engine of a process, so an earlier test's requests would have compiled them
 already and hidden a path that ``warmup`` misses.  (By the time these tests run, the
@@ -28,8 +31,10 @@ eng = engine_for(toktier.load(sys.argv[1]))
 eng.warmup()
 code = "for i in range(10):\\n    print(i, 'x')  # loop\\n" * 2500  # ~110K ASCII chars
 mixed = code[:40_000] + "Grüße, мир — 中文 ok\\n" * 2000 + code[:30_000]
+# words that NFC changes, apart: an NFC tokenizer's segmented path, several reference spans
+nfc = ("x = 1  # Cafe\\u0301 ok\\n" + "y = 2  # \\u1100\\u1161 ok\\n" * 3) * 40
 before = signatures()
-for text in (code, mixed):
+for text in (code, mixed, nfc, nfc[:700]):
     eng.encode(text)
     eng.encode_ids(text, threads=1)
     eng.encode_ids(text, threads=2)

@@ -1426,8 +1426,10 @@ class CpuEngine:
         for spans in (True, False):  # str parts (non-ASCII) and byte parts (ASCII)
             self.encode_parallel(mixed, threads=2, min_chars=0, spans=spans)
             self.encode_parallel(ascii_run, threads=2, min_chars=0, spans=spans)
-        if self.tables.nfc:  # the segmented path: NFC stretches, one of which NFC changes
-            self.encode(sample + "Cafe\u0301 \u0915\u094d\u0937 \u1100\u1161 " + sample)
+        if self.tables.nfc:  # the segmented path: NFC stretches, some of which NFC changes,
+            # apart (two reference spans: one joined reference call, split by ``_split_joined``)
+            self.encode(sample + "Cafe\u0301 \u0915\u094d\u0937 " + sample + " \u1100\u1161 "
+                        + sample)  # fmt: skip
         self.compile_seconds = time.perf_counter() - t0
         return self.compile_seconds
 
