@@ -39,3 +39,25 @@ def trajectory_archive():
     if path is None:
         pytest.skip("trajectory archive not available (no ../shared/data mirror)")
     return path
+
+
+_CUDASIM_SUITE = pytest.StashKey()
+
+
+def pytest_collection_finish(session):
+    """Start the CUDA-simulator suite (``test_gpu_cudasim.py``) in the background as soon as
+    its test is collected: ~5 minutes of one Python thread, which on CI's two cores would
+    otherwise run after everything else.  Not in the simulator's own session."""
+    if session.config.option.collectonly or os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        return
+    for item in session.items:
+        if item.nodeid.endswith("test_gpu_cudasim.py::test_the_cudasim_suite_passes"):
+            session.config.stash[_CUDASIM_SUITE] = item.module
+            item.module.start_suite()
+            return
+
+
+def pytest_sessionfinish(session):
+    module = session.config.stash.get(_CUDASIM_SUITE, None)
+    if module is not None:
+        module.stop_suite()  # only if still running: an interrupted or -x session

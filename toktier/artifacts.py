@@ -161,7 +161,7 @@ def build(name: str, *, force: bool = False) -> Path:
         sha256_bytes(produced),
     )
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
+    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")  # two processes may build at once
     tmp.write_bytes(produced)
     os.replace(tmp, out)
     return out
