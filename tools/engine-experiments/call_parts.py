@@ -43,7 +43,7 @@ def main(name: str, kind: str) -> None:
 
     def kernel():
         eng._encode_kernel(u8, t.bits, t.fold, t.family_code, t.nfc, *eng._trie_args, bt, cache,
-                           lcache, wk, False, eng._ascii_direct)  # fmt: skip
+                           lcache, wk, False, eng._ascii_direct, *eng._ascii_literals)  # fmt: skip
 
     rows = [
         ("utf8_array", lambda: utf8_array(text)),
