@@ -160,3 +160,28 @@ def test_gpu_row_is_judged_on_a_run_that_paid_its_own_utf8(tmp_path):
         tree / "tables" / "full-tokenization-gpu.csv", index=False)
     f1 = _row(claims.evaluate(tree), "F1")
     assert "best run, UTF-8 cached): paper's 0.87 ms at 1M and ≥ 7× Gigatoken met" in f1["verdict"]
+
+
+def test_gpu_tail_verdict_names_the_runs_where_graphs_are_not_lower(tmp_path):
+    """F3: graph replay must have the lower P99 idle and contended in every run; a run where
+    it does not is named in the verdict (and only that one)."""
+    tree = _tree(tmp_path, "gpu-tail.csv")
+    assert _row(claims.evaluate(tree), "F3")["ok"] is False  # the ninth lease's mistral-sp-v3
+
+    def run(tokenizer, commit, graph_busy):
+        return [{"tokenizer": tokenizer, "method": f"toktier GPU, {m}", "contention": busy,
+                 "n": 100, "p50": 1.0, "p90": 1.0, "p99": p99, "mean": 1.0, "gpu": "NVIDIA H200",
+                 "commit": commit, "file": f"{commit}.json", "fresh_str": True}
+                for m, busy, p99 in (("graph replay", False, 1.2), ("eager", False, 6.0),
+                                     ("graph replay", True, graph_busy), ("eager", True, 8.6))]  # fmt: skip
+
+    path = tree / "tables" / "gpu-tail.csv"
+    pd.DataFrame(run("qwen3", "aaaaaaa", 4.9)).to_csv(path, index=False)
+    f3 = _row(claims.evaluate(tree), "F3")
+    assert f3["ok"] is True and f3["verdict"].startswith("shape reproduced")
+    both = run("qwen3", "aaaaaaa", 4.9) + run("mistral-sp-v3", "bbbbbbb", 9.4)
+    pd.DataFrame(both).to_csv(path, index=False)
+    f3 = _row(claims.evaluate(tree), "F3")
+    assert f3["ok"] is False
+    assert f3["verdict"].endswith("mistral-sp-v3 (H200 @bbbbbbb) contended")
+    assert "qwen3" not in f3["verdict"]

@@ -2,9 +2,10 @@
 
 The simulator must be on (``NUMBA_ENABLE_CUDASIM=1``) before ``numba.cuda`` is
 imported, so this test runs ``python -m pytest tests/cudasim`` with the
-variable set (started in the background when the session has collected this test, so
-that it overlaps the others: ``tests/conftest.py``) (forwarding ``TOKTIER_EXAMPLES`` / ``TOKTIER_GPU_EXAMPLES``, which
-size its property test) and requires every test there to pass -- none skipped.
+variable set, forwarding ``TOKTIER_EXAMPLES`` / ``TOKTIER_GPU_EXAMPLES`` (which size its
+property test), and requires every test there to pass -- none skipped.  The run starts in
+the background as soon as the session has collected this test (``tests/conftest.py``), so
+it overlaps the other tests.
 What it covers is listed in ``tests/cudasim/conftest.py``.
 """
 
@@ -18,7 +19,6 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-NODE = "tests/test_gpu_cudasim.py::test_the_cudasim_suite_passes"
 TIMEOUT_S = 1200
 _started: dict = {}
 

@@ -413,7 +413,7 @@ def _gpu_tail(r: Results):
     ok = not misses
     ours = "idle → contended, 50K-char requests: " + "; ".join(parts)
     return ours, Verdict("shape reproduced (graphs lower P99, idle and contended)" if ok
-                         else "graphs not lower everywhere: eager's P99 is lower for "
+                         else "graphs not lower everywhere: graph replay's P99 is not below eager's for "
                          + ", ".join(misses), ok)  # fmt: skip
 
 
