@@ -4,6 +4,7 @@ parallel parts, certified cuts, and the reference stretches around unsafe charac
 from __future__ import annotations
 
 import random
+import threading
 from types import SimpleNamespace
 
 import numpy as np
@@ -148,6 +149,97 @@ def test_tables_come_from_the_reference_one_character_at_a_time(engine):
     assert t.kind[ord("a")] == wordpiece.K_WORD and t.cut_after[ord("\n")]
 
 
+def _assert_ids_only_exact(eng, text, tok=None):
+    tok = tok or eng.tokenizer
+    ref = tok.hf.encode(text, add_special_tokens=False).ids
+    assert eng.encode_ids(text, threads=1).tolist() == ref, text[:200]
+    assert eng.encode_ids(text, threads=2).tolist() == ref, text[:200]
+
+
+# Words at the word cache's edges: 15 and 16 characters (cached / not), 15 tokens of one
+# character each, an [UNK] word, words that differ only past the sixth or in the last
+# character (the key's later words), and punctuation (a word of its own).
+_CACHE_WORDS = ["a" * 15, "a" * 16, "a" * 14 + "b", "ⅻ" * 15, "ⅻ" * 8, "абвгдеёжзийклмн",
+                "абвгдеёжзийклмо", "😀", "x😀", "unaffable", "unaffablf", "playing", "played",
+                "don't", ",", "!", "the", "The", "THE", "##", "naïve", "naive", "中", "ab1"]  # fmt: skip
+
+
+@given(st.lists(st.sampled_from(_CACHE_WORDS + _PARTS) | st.text(max_size=6), max_size=60))
+def test_word_cache_answers_what_the_walk_does(parts):
+    """Every text twice (the second time from the cache) through engines with the default
+    cache, a two-row cache (words evict each other on every line) and none: IDs and spans
+    equal to the reference's, and the IDs-only path too."""
+    text = " ".join(parts)
+    for eng in _ENGINES():
+        for _ in range(2):
+            _assert_exact(eng, text)
+            _assert_ids_only_exact(eng, text)
+
+
+def test_word_cache_is_per_thread_and_kept_across_calls(engine):
+    """A thread's first encode fills its own rows with exactly the text's distinct words of
+    at most WC_MAX_CHARS characters (but one-character words answered by ``single``);
+    encoding again changes nothing; the calling thread's rows are another array."""
+    text = " ".join(_CACHE_WORDS * 30)
+    eng = WordPieceEngine(engine.tokenizer)
+    seen = []
+
+    def in_a_new_thread():
+        _assert_exact(eng, text)
+        rows = eng._word_cache()
+        seen.append((rows, int((rows[:, 0] != 0).sum())))
+        _assert_exact(eng, text)  # answered from the rows now
+        seen.append((rows, int((rows[:, 0] != 0).sum())))
+
+    th = threading.Thread(target=in_a_new_thread)
+    th.start()
+    th.join()
+    (rows, used), (_same, used_again) = seen
+    assert rows.shape == (wordpiece.WC_ROWS, wordpiece.WC_COLS)
+    hf = eng.tokenizer.hf
+    words = {w for w, _ in hf.pre_tokenizer.pre_tokenize_str(hf.normalizer.normalize_str(text))}
+    cached = {w for w in words if 1 < len(w) <= wordpiece.WC_MAX_CHARS
+              or (len(w) == 1 and ord(w) >= wordpiece.SINGLE_MAX)}  # fmt: skip
+    assert used == used_again == len(cached)
+    assert used < len(words)  # longer words and most one-character words are not cached
+    assert eng._word_cache() is not rows
+
+
+def test_word_cache_rows_must_be_a_power_of_two(engine):
+    for bad in (3, -2, 1000):
+        with pytest.raises(ValueError, match="power of two"):
+            WordPieceEngine(engine.tokenizer, word_cache_rows=bad)
+
+
+def test_walk_table_holds_exactly_the_trie_edges(engine):
+    """Each walk slot decodes to one edge of the vocabulary trie (node, code point) ->
+    child, with the child's terminal bit; every edge is there once; the table is at
+    most WALK_LOAD full."""
+    t = engine.tables
+    walk = t.walk[t.walk != -1]
+    assert walk.size <= t.walk.size * wordpiece.WALK_LOAD
+    node = walk & wordpiece.WALK_NODE
+    cp = (walk >> wordpiece.WALK_NODE_BITS) & ((1 << 21) - 1)
+    child = (walk >> 41) & wordpiece.WALK_NODE
+    terminal = (walk & wordpiece.WALK_TERMINAL) != 0
+    got = set(zip(node.tolist(), cp.tolist(), child.tolist(), terminal.tolist(), strict=True))
+    keys = t.tkeys[t.tkeys != -1]
+    kids = t.tchild[t.tkeys != -1].astype(np.int64)
+    want = set(zip((keys >> 32).tolist(), (keys & 0xFFFFFFFF).tolist(), kids.tolist(),
+                   (t.term[kids] >= 0).tolist(), strict=True))  # fmt: skip
+    assert got == want and len(got) == walk.size
+
+
+def test_one_character_words_take_their_vocabulary_entry_or_unk(engine):
+    """``single``: for every character below SINGLE_MAX, the reference's answer for a word
+    of that one character -- its vocabulary entry, else [UNK]."""
+    t, vocab = engine.tables, engine.tokenizer.hf.get_vocab()
+    want = [vocab.get(chr(x), t.unk) if not 0xD800 <= x < 0xE000 else t.single[x]
+            for x in range(wordpiece.SINGLE_MAX)]  # fmt: skip
+    assert t.single.tolist() == want
+    assert t.single[ord("a")] == vocab["a"] and t.single[ord(",")] == vocab[","]
+
+
 _CACHE: dict = {}
 
 
@@ -155,3 +247,12 @@ def _ENGINE() -> WordPieceEngine:  # one engine for the hypothesis tests
     if "e" not in _CACHE:
         _CACHE["e"] = WordPieceEngine(toktier.load("bert-uncased"))
     return _CACHE["e"]
+
+
+def _ENGINES() -> list[WordPieceEngine]:
+    """The shared engine, one with a two-row word cache and one with none."""
+    if "all" not in _CACHE:
+        tok = _ENGINE().tokenizer
+        _CACHE["all"] = [_ENGINE(), WordPieceEngine(tok, word_cache_rows=2),
+                         WordPieceEngine(tok, word_cache_rows=0)]  # fmt: skip
+    return _CACHE["all"]

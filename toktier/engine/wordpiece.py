@@ -41,6 +41,7 @@ import numpy as np
 
 from ..textcheck import check_text
 from . import cpu as _cpu
+from .jit import prefetch_row
 from .literal_probe import check_literals
 from .tables import EngineUnsupported, build_trie
 
@@ -63,92 +64,342 @@ class WordPieceTables(NamedTuple):
     root_cont: int
     unk: int
     max_word_chars: int  # max_input_chars_per_word
+    # The same trie as one int64 per edge (``build_walk_table``): what a step of the walk
+    # reads is one slot, not a key, a child and a terminal id in three arrays.
+    walk: np.ndarray
+    # The token of each one-character word, first in its word (a vocabulary entry of that
+    # character, else [UNK]), for the characters below SINGLE_MAX (``single_tokens``).
+    single: np.ndarray
 
 
 # --- compiled rules ----------------------------------------------------------------------
+# The word cache (per thread, ``WordPieceEngine._word_cache``): a word's tokens are a function
+# of its normalized characters alone, so a word met again is answered from a row keyed by
+# exactly those characters (never a hash alone) -- real text repeats its words (1M characters
+# of stdlib code: 238K words, 6.5K distinct; of pycountry's catalogs: 157K, 54K).
+WC_MAX_CHARS = 15  # words of at most this many normalized characters are cached
+WC_COLS = 16  # header (length | count << 8), 5 key words, token ends, 8 id words, pad
+WC_KEY = 1  # key words: 3 code points of 21 bits each, zero past the word's length
+WC_ENDS = 6  # each token's end (normalized characters from the word's start), 4 bits each
+WC_IDS = 7  # token ids, two per word (ids < 2**31); a row's first 64 bytes hold two
+WC_ROWS = 65536  # rows per thread (8 MB); direct-mapped
+WORD_AHEAD = 8  # words between a word's row request and its read (``_segment``); a power of two
+M63 = (1 << 63) - 1
+
+
+# ``walk`` slots: node (20 bits) | code point << 20 (21 bits) | child << 41 (20 bits) |
+# child is terminal << 61; -1 empty.  Keyed by the low 41 bits, hashed by ``_walk_hash``.
+WALK_NODE_BITS = 20
+WALK_KEY = (1 << 41) - 1
+WALK_NODE = (1 << WALK_NODE_BITS) - 1
+WALK_TERMINAL = 1 << 61
+WALK_LOAD = 0.6  # at most this full: probes mostly stay in the slot's cache line
+
+
+@numba.njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _walk_hash(key, mask):
+    return (((key * 0x9E3779B97F4A7C15) & M63) >> 23) & mask
+
+
 @numba.njit(cache=True, nogil=True)
-def _word(t, wcp, worig, length, first, last, out_ids, out_s, out_e, n):
+def build_walk_table(tkeys, tchild, term, cap):
+    """The trie's edges (``tables.build_trie``'s pair table, keys ``node << 32 | cp``) as
+    ``walk`` slots in a table of ``cap`` (a power of two) slots, linear probing."""
+    walk = np.full(cap, -1, dtype=np.int64)
+    mask = cap - 1
+    for s in range(tkeys.size):
+        k = tkeys[s]
+        if k == -1:
+            continue
+        node = k >> 32
+        cp = k & 0xFFFFFFFF
+        child = int(tchild[s])
+        key = node | (cp << WALK_NODE_BITS)
+        v = key | (child << 41)
+        if term[child] >= 0:
+            v |= WALK_TERMINAL
+        h = _walk_hash(key, mask)
+        while walk[h] != -1:
+            h = (h + 1) & mask
+        walk[h] = v
+    return walk
+
+
+def walk_table(trie) -> np.ndarray:
+    """``build_walk_table`` of a vocabulary trie, sized for ``WALK_LOAD``."""
+    edges = int((trie.keys != -1).sum())
+    if trie.term.size > WALK_NODE:
+        raise EngineUnsupported(f"{trie.term.size:,} trie nodes (the walk table holds 2**20)")
+    cap = 16
+    while cap * WALK_LOAD < edges + 1:
+        cap <<= 1
+    return build_walk_table(trie.keys, trie.child, trie.term, cap)
+
+
+SINGLE_MAX = 0x3000  # one-character words below this code point skip the cache and the walk
+
+
+@numba.njit(cache=True, nogil=True)
+def single_tokens(walk, term, root_first, unk, max_word_chars):
+    """``WordPieceTables.single``: what ``_word`` gives a word of one character ``x``, for
+    every ``x < SINGLE_MAX`` -- the token of the vocabulary entry ``x`` (a terminal child of
+    the first-piece root), else [UNK]."""
+    out = np.full(SINGLE_MAX, unk, dtype=np.int64)
+    if max_word_chars < 1:
+        return out
+    mask = walk.size - 1
+    for x in range(SINGLE_MAX):
+        key = root_first | (x << WALK_NODE_BITS)
+        h = _walk_hash(key, mask)
+        while walk[h] != -1 and (walk[h] & WALK_KEY) != key:
+            h = (h + 1) & mask
+        if walk[h] != -1 and walk[h] & WALK_TERMINAL:
+            out[x] = term[(walk[h] >> 41) & WALK_NODE]
+    return out
+
+
+@numba.njit(cache=True, nogil=True, _nrt=False)  # no allocation: no refcounts
+def _word(walk, term, root_first, root_cont, unk, max_word_chars, wcp, worig, s, length, first,
+          last, out_ids, out_s, out_e, n, spans, tend):  # fmt: skip
     """Greedy longest-match-first over one word's ``length`` normalized characters (the
-    first ``min(length, max_word_chars + 1)`` held in ``wcp``/``worig``); appends tokens.
+    first ``min(length, max_word_chars + 1)`` held in row ``s`` of ``wcp``/``worig``);
+    appends tokens (their spans unless ``spans`` is False) and writes each token's end,
+    in normalized characters from the word's start, to ``tend``.
 
     The longest vocabulary entry at ``start`` is the deepest terminal node on the trie
     walk from there (the reference tries every end from the word's end down: the first
     hit is that same entry).
     """
-    if length > t.max_word_chars:
-        out_ids[n] = t.unk
-        out_s[n] = first
-        out_e[n] = last + 1
+    if length > max_word_chars:
+        out_ids[n] = unk
+        if spans:
+            out_s[n] = first
+            out_e[n] = last + 1
+        tend[0] = length
         return n + 1
+    mask = walk.size - 1
     n0 = n
     start = 0
     while start < length:
-        node = t.root_cont if start > 0 else t.root_first
+        node = root_cont if start > 0 else root_first
         found = -1
         end = start
         j = start
         while j < length:
-            slot = pair_slot(t.tkeys, node, wcp[j])
-            if slot < 0:
+            key = node | (int(wcp[s, j]) << WALK_NODE_BITS)
+            h = _walk_hash(key, mask)
+            v = walk[h]
+            while v != -1 and (v & WALK_KEY) != key:
+                h = (h + 1) & mask
+                v = walk[h]
+            if v == -1:
                 break
-            node = t.tchild[slot]
+            node = (v >> 41) & WALK_NODE
             j += 1
-            if t.term[node] >= 0:
-                found = t.term[node]
+            if v & WALK_TERMINAL:
+                found = node
                 end = j
         if found < 0:  # nothing matches here: the whole word is one [UNK]
-            out_ids[n0] = t.unk
-            out_s[n0] = first
-            out_e[n0] = last + 1
+            out_ids[n0] = unk
+            if spans:
+                out_s[n0] = first
+                out_e[n0] = last + 1
+            tend[0] = length
             return n0 + 1
-        out_ids[n] = found
-        out_s[n] = worig[start]
-        out_e[n] = worig[end - 1] + 1
+        out_ids[n] = term[found]
+        if spans:
+            out_s[n] = worig[s, start]
+            out_e[n] = worig[s, end - 1] + 1
+        tend[n - n0] = end
         n += 1
         start = end
     return n
 
 
-@numba.njit(cache=True, nogil=True)
-def _segment(t, cps, lo, hi, wcp, worig, out_ids, out_s, out_e, n):
-    """Normalize, pre-tokenize and WordPiece the original characters ``[lo, hi)``."""
+@numba.njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _word_key(wcp, s, length, kw):
+    """The cache key of the word in row ``s`` (at most ``WC_MAX_CHARS`` characters): its
+    code points packed three to a word into ``kw[s, :5]`` (zero past the word); returns
+    its hash.  ``wcp[s]`` holds zeros past the word up to ``WC_MAX_CHARS`` (``_finish``
+    clears what a word wrote), so the packing needs no branch on the length."""
+    k0 = wcp[s, 0] | (wcp[s, 1] << 21) | (wcp[s, 2] << 42)
+    k1 = wcp[s, 3] | (wcp[s, 4] << 21) | (wcp[s, 5] << 42)
+    h = (length * 0x1E3779B97F4A7C15) ^ (k0 * 0x27D4EB2F165667C5) ^ (k1 * 0x165667B19E3779F9)
+    k2 = 0
+    k3 = 0
+    k4 = 0
+    if length > 6:
+        k2 = wcp[s, 6] | (wcp[s, 7] << 21) | (wcp[s, 8] << 42)
+        k3 = wcp[s, 9] | (wcp[s, 10] << 21) | (wcp[s, 11] << 42)
+        k4 = wcp[s, 12] | (wcp[s, 13] << 21) | (wcp[s, 14] << 42)
+        h ^= (k2 * 0x2545F4914F6CDD1D) ^ (k3 * 0x1B873593CC9E2D51) ^ (k4 * 0x0CF1BBCDCB7A5635)
+    kw[s, 0] = k0
+    kw[s, 1] = k1
+    kw[s, 2] = k2
+    kw[s, 3] = k3
+    kw[s, 4] = k4
+    h &= M63
+    h ^= h >> 31
+    return ((h * 0x7FB5D329728EA185) & M63) >> 17
+
+
+@numba.njit(cache=True, nogil=True, _nrt=False)  # no allocation: no refcounts
+def _remember(wcache, r, length, kw, s, out_ids, n, m, tend):
+    """Row ``r`` of the word cache now holds the word keyed ``kw[s]`` and its tokens
+    ``out_ids[n:m]`` (ends in ``tend``)."""
+    wcache[r, 0] = 0  # rewritten whole below
+    for q in range(5):
+        wcache[r, WC_KEY + q] = kw[s, q]
+    ends = 0
+    for k in range(8):
+        wcache[r, WC_IDS + k] = 0
+    for k in range(m - n):
+        wcache[r, WC_IDS + (k >> 1)] |= int(out_ids[n + k]) << (32 * (k & 1))
+        ends |= int(tend[k]) << (4 * k)
+    wcache[r, WC_ENDS] = ends
+    wcache[r, 0] = length | ((m - n) << 8)
+
+
+@numba.njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _finish(t, wcache, wcp, worig, info, kw, s, out_ids, out_s, out_e, n, spans, tend):
+    """Emit the tokens of the word waiting in slot ``s``: from its word-cache row (read
+    ``WORD_AHEAD`` words after it was requested) when the row holds exactly this word,
+    else by ``_word`` (remembered in the row when the word may be cached).  Then its
+    slot is cleared for the next word."""
+    length = info[s, 0]
+    r = info[s, 3]
+    if r <= -2:  # a word of one character: its token, from ``single``
+        out_ids[n] = -2 - r
+        if spans:
+            out_s[n] = worig[s, 0]
+            out_e[n] = worig[s, 0] + 1
+        n += 1
+    elif r >= 0:
+        hdr = wcache[r, 0]
+        if (
+            (hdr & 0xFF) == length
+            and wcache[r, WC_KEY] == kw[s, 0]
+            and wcache[r, WC_KEY + 1] == kw[s, 1]
+            and wcache[r, WC_KEY + 2] == kw[s, 2]
+            and wcache[r, WC_KEY + 3] == kw[s, 3]
+            and wcache[r, WC_KEY + 4] == kw[s, 4]
+        ):
+            ends = wcache[r, WC_ENDS]
+            a = 0
+            for q in range(hdr >> 8):
+                out_ids[n] = (wcache[r, WC_IDS + (q >> 1)] >> (32 * (q & 1))) & 0xFFFFFFFF
+                if spans:
+                    e = (ends >> (4 * q)) & 0xF
+                    out_s[n] = worig[s, a]
+                    out_e[n] = worig[s, e - 1] + 1
+                    a = e
+                n += 1
+        else:
+            m = _word(t.walk, t.term, t.root_first, t.root_cont, t.unk, t.max_word_chars, wcp,
+                      worig, s, length, info[s, 1], info[s, 2], out_ids, out_s, out_e, n, spans,
+                      tend)  # fmt: skip
+            _remember(wcache, r, length, kw, s, out_ids, n, m, tend)
+            n = m
+    else:
+        n = _word(t.walk, t.term, t.root_first, t.root_cont, t.unk, t.max_word_chars, wcp, worig,
+                  s, length, info[s, 1], info[s, 2], out_ids, out_s, out_e, n, spans,
+                  tend)  # fmt: skip
+    for q in range(min(length, WC_MAX_CHARS)):
+        wcp[s, q] = 0
+    return n
+
+
+@numba.njit(cache=True, nogil=True, _nrt=False)  # no allocation: no refcounts
+def _segment(t, cps, lo, hi, wcp, worig, info, kw, out_ids, out_s, out_e, n, spans, wcache,
+             tend):  # fmt: skip
+    """Normalize, pre-tokenize and WordPiece the original characters ``[lo, hi)``.
+
+    Each word (a punctuation character is a word of its own) is collected in a slot of
+    a ring of ``WORD_AHEAD``; a cacheable one asks for its word-cache row as it ends and
+    is emitted ``WORD_AHEAD`` words later (``_finish``), so the row's random read
+    overlaps the words between instead of stalling each word.  Every word goes through
+    the ring, so tokens come out in order.  ``_finish`` is inlined: a call with this many
+    array arguments (each passed as its seven fields) costs more than a cached word.
+    """
     cap = t.max_word_chars + 1
+    norm_off, norm_pool, kind, single = t.norm_off, t.norm_pool, t.kind, t.single
+    use_cache = wcache.shape[0] > 0
+    mask = wcache.shape[0] - 1
     length = 0
     first = 0
     last = 0
-    for i in range(lo, hi):
-        c = cps[i]
-        for j in range(t.norm_off[c], t.norm_off[c + 1]):
-            x = t.norm_pool[j]
-            k = t.kind[x]
-            if k == K_WORD:
-                if length == 0:
+    head = 0  # words collected
+    tail = 0  # words emitted
+    s = 0  # the slot the current word is collected in
+    for i in range(lo, hi + 1):
+        if i < hi:
+            c = cps[i]
+            j0 = norm_off[c]
+            j1 = norm_off[c + 1]
+        else:  # one step past the end: a space ends the last word
+            j0 = 0
+            j1 = 1
+        for j in range(j0, j1):
+            if i < hi:
+                x = norm_pool[j]
+                k = kind[x]
+                if k == K_WORD:
+                    if length == 0:
+                        first = i
+                    if length < cap:
+                        wcp[s, length] = x
+                        worig[s, length] = i
+                    length += 1
+                    last = i
+                    continue
+            else:
+                x = 32
+                k = K_SPACE
+            # A word ends: the pending one, then (rep 1) a punctuation character alone.
+            for rep in range(2):
+                if rep == 1:
+                    if k != K_PUNCT:
+                        break
+                    wcp[s, 0] = x
+                    worig[s, 0] = i
+                    length = 1
                     first = i
-                if length < cap:
-                    wcp[length] = x
-                    worig[length] = i
-                length += 1
-                last = i
-                continue
-            if length > 0:
-                n = _word(t, wcp, worig, length, first, last, out_ids, out_s, out_e, n)
+                    last = i
+                elif length == 0:
+                    continue
+                info[s, 0] = length
+                info[s, 1] = first
+                info[s, 2] = last
+                info[s, 3] = -1
+                if length == 1 and wcp[s, 0] < single.size:  # its token from ``single``
+                    info[s, 3] = -2 - single[wcp[s, 0]]
+                elif use_cache and length <= WC_MAX_CHARS:
+                    r = _word_key(wcp, s, length, kw) & mask
+                    info[s, 3] = r
+                    prefetch_row(wcache, r)
+                head += 1
                 length = 0
-            if k == K_PUNCT:
-                wcp[0] = x
-                worig[0] = i
-                n = _word(t, wcp, worig, 1, i, i, out_ids, out_s, out_e, n)
-    if length > 0:
-        n = _word(t, wcp, worig, length, first, last, out_ids, out_s, out_e, n)
+                if head - tail == WORD_AHEAD:
+                    n = _finish(t, wcache, wcp, worig, info, kw, tail & (WORD_AHEAD - 1), out_ids,
+                                out_s, out_e, n, spans, tend)  # fmt: skip
+                    tail += 1
+                s = head & (WORD_AHEAD - 1)
+    while tail < head:
+        n = _finish(t, wcache, wcp, worig, info, kw, tail & (WORD_AHEAD - 1), out_ids, out_s,
+                    out_e, n, spans, tend)  # fmt: skip
+        tail += 1
     return n
 
 
 @numba.njit(cache=True, nogil=True)
-def _encode_range(t, cps, c0, c1, ls, le, lid, nlit, out_ids, out_s, out_e):
+def _encode_range(t, cps, c0, c1, ls, le, lid, nlit, out_ids, out_s, out_e, spans, wcache):
     """(ids, starts, ends) of original characters ``[c0, c1)`` (a certified range: the
-    text's ends or cuts), literals of the whole text in ``ls[:nlit]``; fresh arrays.
+    text's ends or cuts), literals of the whole text in ``ls[:nlit]``; fresh arrays
+    (starts and ends empty when ``spans`` is False).
 
     ``out_*``: the thread's token buffers, used when they can hold the range's bound
-    (otherwise buffers of that size are made for the call).
+    (otherwise buffers of that size are made for the call); ``wcache``: the thread's
+    word cache (``WC_COLS`` columns, a power-of-two number of rows; zero rows: none).
     """
     k = np.searchsorted(ls[:nlit], c0)
     total = 0
@@ -161,8 +412,11 @@ def _encode_range(t, cps, c0, c1, ls, le, lid, nlit, out_ids, out_s, out_e):
         out_s = np.empty(size, dtype=np.int64)
         out_e = np.empty(size, dtype=np.int64)
     cap = t.max_word_chars + 1
-    wcp = np.empty(cap, dtype=np.int64)
-    worig = np.empty(cap, dtype=np.int64)
+    wcp = np.zeros((WORD_AHEAD, cap), dtype=np.int64)  # zeros past every word (``_word_key``)
+    worig = np.empty((WORD_AHEAD, cap), dtype=np.int64)
+    info = np.empty((WORD_AHEAD, 4), dtype=np.int64)  # length, first, last, cache row or -1
+    kw = np.empty((WORD_AHEAD, 5), dtype=np.int64)
+    tend = np.empty(cap, dtype=np.int64)
     n = 0
     pos = c0
     while pos < c1:
@@ -170,16 +424,20 @@ def _encode_range(t, cps, c0, c1, ls, le, lid, nlit, out_ids, out_s, out_e):
         if k < nlit and ls[k] < c1:
             seg_end = ls[k]
         if seg_end > pos:
-            n = _segment(t, cps, pos, seg_end, wcp, worig, out_ids, out_s, out_e, n)
+            n = _segment(t, cps, pos, seg_end, wcp, worig, info, kw, out_ids, out_s, out_e, n,
+                         spans, wcache, tend)  # fmt: skip
         if seg_end < c1:
             out_ids[n] = lid[k]
-            out_s[n] = ls[k]
-            out_e[n] = le[k]
+            if spans:
+                out_s[n] = ls[k]
+                out_e[n] = le[k]
             n += 1
             pos = le[k]
             k += 1
         else:
             pos = c1
+    if not spans:
+        return out_ids[:n].copy(), out_s[:0].copy(), out_e[:0].copy()
     return out_ids[:n].copy(), out_s[:n].copy(), out_e[:n].copy()
 
 
@@ -348,9 +606,12 @@ def _build_tables(tok) -> tuple[WordPieceTables, list]:
         if any(unicodedata.combining(x) for x in f):
             unsafe[c] = 1
     trie, (root_first, root_cont) = _vocab_trie(vocab, model["continuing_subword_prefix"])
+    walk = walk_table(trie)
+    unk, max_chars = int(vocab[model["unk_token"]]), int(model["max_input_chars_per_word"])
+    single = single_tokens(walk, trie.term, root_first, unk, max_chars)
     tables = WordPieceTables(norm_off, norm_pool, kind, cut_after, unsafe, trie.keys, trie.child,
-                             trie.term, root_first, root_cont, int(vocab[model["unk_token"]]),
-                             int(model["max_input_chars_per_word"]))  # fmt: skip
+                             trie.term, root_first, root_cont, unk, max_chars, walk,
+                             single)  # fmt: skip
     raw = [(t.content, t.id) for t in tok.added_tokens if t.content]
     return tables, raw
 
@@ -362,11 +623,15 @@ class WordPieceEngine:
     name = "numba-cpu-wordpiece"
 
     def __init__(self, tok, *, threads: int | None = None,
-                 workspace_bytes: int = _cpu.WORKSPACE_MAX_BYTES):  # fmt: skip
+                 workspace_bytes: int = _cpu.WORKSPACE_MAX_BYTES,
+                 word_cache_rows: int = WC_ROWS):  # fmt: skip
         if tok.family != "wordpiece":
             raise EngineUnsupported(f"family {tok.family!r} is not WordPiece")
+        if word_cache_rows < 0 or word_cache_rows & (word_cache_rows - 1):
+            raise ValueError(f"word_cache_rows must be 0 or a power of two, got {word_cache_rows}")
         self.tokenizer = tok
         self.workspace_bytes = workspace_bytes  # texts beyond it go in parts (bounded memory)
+        self.word_cache_rows = word_cache_rows  # per thread; 0: every word walks the trie
         self.tables, raw = _tables_for(tok)
         lit, nlit = build_trie(raw), build_trie([])
         self._trie_args = (lit.first, lit.keys, lit.child, lit.term,
@@ -402,6 +667,16 @@ class WordPieceEngine:
     def _workspace(self, nb: int) -> Workspace:
         return _cpu.thread_workspace(self._local, nb, self.workspace_bytes, _new_workspace)
 
+    def _word_cache(self) -> np.ndarray:
+        """The calling thread's word cache (``_finish``), kept across calls: int64
+        [rows, WC_COLS].  One per thread, so no row is ever read while another thread
+        writes it."""
+        wc = getattr(self._local, "word_cache", None)
+        if wc is None:
+            # zeroed in 2 MiB huge pages where the OS gives them (rows are read at random)
+            wc = self._local.word_cache = _cpu._aligned_zeros((self.word_cache_rows, WC_COLS))
+        return wc
+
     def _prepare(self, text: str):
         """(cps, ls, le, lid, nlit) in this thread's workspace (valid until its next call)."""
         u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
@@ -419,8 +694,13 @@ class WordPieceEngine:
         return self._encode(text, threads=1)
 
     def encode_ids(self, text: str, threads: int | None = None) -> np.ndarray:
-        """The exact IDs alone, on the full path (as ``CpuEngine.encode_ids``)."""
-        return self.encode_parallel(text, threads)[0]
+        """The exact IDs alone, on the full path (as ``CpuEngine.encode_ids``): no spans
+        are made."""
+        check_text(text)
+        threads = threads or self.threads
+        if len(text) < _cpu.MIN_PARALLEL_CHARS or threads <= 1:
+            threads = 1
+        return self._encode(text, threads=threads, spans=False)[0]
 
     def encode_full(self, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self.encode_parallel(text)
@@ -436,7 +716,7 @@ class WordPieceEngine:
             return self.encode(text)
         return self._encode(text, threads=threads)
 
-    def _encode(self, text: str, threads: int):
+    def _encode(self, text: str, threads: int, spans: bool = True):
         t = self.tables
         cps, ls, le, lid, nlit = self._prepare(text)
         n = cps.size
@@ -470,10 +750,13 @@ class WordPieceEngine:
             if engine:  # token buffers of the thread that runs the part
                 wk = self._workspace(hi - lo)
                 return _encode_range(t, cps, lo, hi, ls, le, lid, nlit, wk.out_ids, wk.out_s,
-                                     wk.out_e)  # fmt: skip
+                                     wk.out_e, spans, self._word_cache())  # fmt: skip
             enc = self.tokenizer.hf.encode(text[lo:hi], add_special_tokens=False)
+            ids = np.asarray(enc.ids, dtype=np.uint32)
+            if not spans:
+                return ids, np.zeros(0, np.int64), np.zeros(0, np.int64)
             off = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
-            return (np.asarray(enc.ids, dtype=np.uint32), off[:, 0] + lo, off[:, 1] + lo)
+            return ids, off[:, 0] + lo, off[:, 1] + lo
 
         if threads > 1 and len(plan) > 1:
             pool = self._parts.get(threads - 1)

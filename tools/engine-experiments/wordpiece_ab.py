@@ -1,0 +1,78 @@
+"""In-process A/B of two WordPiece engine versions (bert-uncased) on the same texts.
+
+A is this checkout's ``toktier``; B another revision's package copied under another name
+(as ``inproc_ab.py``):
+
+    git worktree add /tmp/wt-b REV
+    mkdir -p /tmp/abpkg && cp -r /tmp/wt-b/toktier /tmp/abpkg/toktier_b
+    .venv/bin/python tools/engine-experiments/wordpiece_ab.py [KIND ...]
+
+Per slice of ``bench-engine-targets``' corpora (8 of 48K, 4 of 1M characters), the two
+engines alternated (order flipped every slice), each warm from the same warm-up text:
+``encode_ids`` on one thread the first time (fresh) and again (warm), ``encode_ids`` on
+all cores, and ``encode`` (IDs and spans, one thread); outputs checked equal to each other
+and, on every slice's first call, to the reference.  P50 ms and the median paired ratio.
+"""
+
+import os
+import sys
+import time
+
+import numpy as np
+
+os.environ.setdefault("TOKTIER_HOME", "data/build")
+sys.path.insert(0, "/tmp/abpkg")
+
+import toktier_b.engine.wordpiece as B
+
+from toktier.bench.engine_targets import corpora, slices
+from toktier.engine import wordpiece as A
+from toktier.registry import load
+
+METHODS = ("fresh", "warm", "all cores", "spans")
+
+
+def _ms(fn, *args, **kw):
+    t0 = time.perf_counter()
+    out = fn(*args, **kw)
+    return (time.perf_counter() - t0) * 1e3, out
+
+
+def one(eng, text: str, rec: dict):
+    ms, ids = _ms(eng.encode_ids, text, threads=1)
+    rec["fresh"].append(ms)
+    rec["warm"].append(_ms(eng.encode_ids, text, threads=1)[0])
+    rec["all cores"].append(_ms(eng.encode_ids, text)[0])
+    ms, full = _ms(eng.encode, text)
+    rec["spans"].append(ms)
+    return ids, full
+
+
+def main(kinds: list[str]) -> None:
+    tok = load("bert-uncased")
+    engines = {"A": A.WordPieceEngine(tok), "B": B.WordPieceEngine(tok)}
+    texts = corpora()
+    for e in engines.values():
+        e.warmup()
+        e.encode_ids(texts["code"][-30000:], threads=1)
+    for kind in kinds:
+        for chars, samples in ((48_000, 8), (1_000_000, 4)):
+            res = {k: {m: [] for m in METHODS} for k in engines}
+            for i, s in enumerate(slices(texts[kind], chars, samples)):
+                order = ["A", "B"] if i % 2 == 0 else ["B", "A"]
+                outs = {k: one(engines[k], s, res[k]) for k in order}
+                (ia, fa), (ib, fb) = outs["A"], outs["B"]
+                assert np.array_equal(ia, ib) and np.array_equal(ia, fa[0])
+                assert all(np.array_equal(x, y) for x, y in zip(fa, fb, strict=True))
+                ref = tok.hf.encode(s, add_special_tokens=False)
+                assert ia.tolist() == ref.ids
+                assert list(zip(fa[1].tolist(), fa[2].tolist(), strict=True)) == ref.offsets
+            line = f"{kind:20s} {chars:>9,}"
+            for m in METHODS:
+                a, b = np.array(res["A"][m]), np.array(res["B"][m])
+                line += f" | {m} {np.median(b):7.2f} -> {np.median(a):7.2f} ms ({np.median(b / a):.2f}x)"
+            print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or ["code", "multilingual", "code + multilingual"])
