@@ -4,6 +4,7 @@ parallel parts, certified cuts, and the reference stretches around unsafe charac
 from __future__ import annotations
 
 import random
+import re
 import threading
 from types import SimpleNamespace
 
@@ -203,6 +204,25 @@ def test_word_cache_is_per_thread_and_kept_across_calls(engine):
     assert used == used_again == len(cached)
     assert used < len(words)  # longer words and most one-character words are not cached
     assert eng._word_cache() is not rows
+
+
+def test_bad_input_gets_a_clear_error_on_every_method(engine):
+    """A lone surrogate (short text, and long non-ASCII text, whose UTF-8 comes from the
+    compiled pass) raises InvalidTextError at its index; a non-str raises TypeError."""
+    from toktier.errors import InvalidTextError
+
+    long = "é" * 40_000 + "\ud800" + "x"
+    methods = [engine.encode, engine.encode_ids, engine.encode_parallel, engine.certified_cuts,
+               lambda t: engine.encode_ids(t, threads=2),
+               lambda t: engine.encode_parallel(t, threads=2, min_chars=0)]  # fmt: skip
+    for fn in methods:
+        for text, at in (("ab\udc00c", "U+DC00 at index 2;"), (long, "U+D800 at index 40000;")):
+            with pytest.raises(InvalidTextError, match=re.escape(at)):
+                fn(text)
+        for bad in (None, b"abc", 3):
+            with pytest.raises(TypeError, match="must be str"):
+                fn(bad)
+    _assert_exact(engine, "still fine after the errors")
 
 
 def test_word_cache_rows_must_be_a_power_of_two(engine):

@@ -39,7 +39,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from ..textcheck import check_text
+from ..textcheck import check_text, utf8_array
 from . import cpu as _cpu
 from .jit import prefetch_row
 from .literal_probe import check_literals
@@ -678,25 +678,31 @@ class WordPieceEngine:
         return wc
 
     def _prepare(self, text: str):
-        """(cps, ls, le, lid, nlit) in this thread's workspace (valid until its next call)."""
-        u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        """(cps, ls, le, lid, nlit) in this thread's workspace (valid until its next call).
+
+        The text is checked here, by the one UTF-8 encode the engine needs anyway
+        (``utf8_array``: a lone surrogate raises ``InvalidTextError``); the public methods
+        check only that it is a str (a non-ASCII text used to be encoded twice, or three
+        times through ``encode_parallel``).
+        """
+        u8 = utf8_array(text)
         return _decode(u8, *self._trie_args, self._workspace(u8.size))
 
     def certified_cuts(self, text: str) -> np.ndarray:
         """Every position where the engine may cut ``text`` (for certification)."""
-        check_text(text)
+        _check_str(text)
         cps, ls, le, _lid, nlit = self._prepare(text)
         return _cuts(self.tables, cps, ls, le, nlit)
 
     def encode(self, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(ids uint32, starts int64, ends int64): exact IDs and each token's character span."""
-        check_text(text)
+        _check_str(text)
         return self._encode(text, threads=1)
 
     def encode_ids(self, text: str, threads: int | None = None) -> np.ndarray:
         """The exact IDs alone, on the full path (as ``CpuEngine.encode_ids``): no spans
         are made."""
-        check_text(text)
+        _check_str(text)
         threads = threads or self.threads
         if len(text) < _cpu.MIN_PARALLEL_CHARS or threads <= 1:
             threads = 1
@@ -710,10 +716,10 @@ class WordPieceEngine:
         min_chars: int = _cpu.MIN_PARALLEL_CHARS,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
         """Like ``encode``, cut at certified cuts into one part per thread."""
-        check_text(text)
+        _check_str(text)
         threads = threads or self.threads
         if len(text) < min_chars or threads <= 1:
-            return self.encode(text)
+            return self._encode(text, threads=1)
         return self._encode(text, threads=threads)
 
     def _encode(self, text: str, threads: int, spans: bool = True):
@@ -771,6 +777,12 @@ class WordPieceEngine:
         if len(results) == 1:
             return results[0]
         return tuple(np.concatenate([r[k] for r in results]) for k in range(3))
+
+
+def _check_str(text) -> None:
+    """The public methods' type check; the content is checked by ``_prepare``'s encode."""
+    if not isinstance(text, str):
+        check_text(text)  # its TypeError
 
 
 def _chunks(lo: int, hi: int, parts: int, cuts) -> list[tuple[int, int]]:
