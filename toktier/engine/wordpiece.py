@@ -43,6 +43,7 @@ from ..textcheck import check_text, utf8_array
 from . import cpu as _cpu
 from .jit import prefetch_row
 from .literal_probe import check_literals
+from .rules import M63  # keys and hashes stay non-negative int64, as the BPE caches'
 from .tables import EngineUnsupported, build_trie
 
 K_WORD, K_SPACE, K_PUNCT = 0, 1, 2  # the pre-tokenizer's class of a character
@@ -84,7 +85,6 @@ WC_ENDS = 6  # each token's end (normalized characters from the word's start), 4
 WC_IDS = 7  # token ids, two per word (ids < 2**31); a row's first 64 bytes hold two
 WC_ROWS = 65536  # rows per thread (8 MB); direct-mapped
 WORD_AHEAD = 8  # words between a word's row request and its read (``_segment``); a power of two
-M63 = (1 << 63) - 1
 
 
 # ``walk`` slots: node (20 bits) | code point << 20 (21 bits) | child << 41 (20 bits) |
@@ -274,36 +274,32 @@ def _finish(t, wcache, wcp, worig, info, kw, s, out_ids, out_s, out_e, n, spans,
             out_s[n] = worig[s, 0]
             out_e[n] = worig[s, 0] + 1
         n += 1
-    elif r >= 0:
-        hdr = wcache[r, 0]
-        if (
-            (hdr & 0xFF) == length
-            and wcache[r, WC_KEY] == kw[s, 0]
-            and wcache[r, WC_KEY + 1] == kw[s, 1]
-            and wcache[r, WC_KEY + 2] == kw[s, 2]
-            and wcache[r, WC_KEY + 3] == kw[s, 3]
-            and wcache[r, WC_KEY + 4] == kw[s, 4]
-        ):
-            ends = wcache[r, WC_ENDS]
-            a = 0
-            for q in range(hdr >> 8):
-                out_ids[n] = (wcache[r, WC_IDS + (q >> 1)] >> (32 * (q & 1))) & 0xFFFFFFFF
-                if spans:
-                    e = (ends >> (4 * q)) & 0xF
-                    out_s[n] = worig[s, a]
-                    out_e[n] = worig[s, e - 1] + 1
-                    a = e
-                n += 1
-        else:
-            m = _word(t.walk, t.term, t.root_first, t.root_cont, t.unk, t.max_word_chars, wcp,
-                      worig, s, length, info[s, 1], info[s, 2], out_ids, out_s, out_e, n, spans,
-                      tend)  # fmt: skip
-            _remember(wcache, r, length, kw, s, out_ids, n, m, tend)
-            n = m
-    else:
-        n = _word(t.walk, t.term, t.root_first, t.root_cont, t.unk, t.max_word_chars, wcp, worig,
+    elif (
+        r >= 0
+        and (wcache[r, 0] & 0xFF) == length
+        and wcache[r, WC_KEY] == kw[s, 0]
+        and wcache[r, WC_KEY + 1] == kw[s, 1]
+        and wcache[r, WC_KEY + 2] == kw[s, 2]
+        and wcache[r, WC_KEY + 3] == kw[s, 3]
+        and wcache[r, WC_KEY + 4] == kw[s, 4]
+    ):
+        ends = wcache[r, WC_ENDS]
+        a = 0
+        for q in range(wcache[r, 0] >> 8):
+            out_ids[n] = (wcache[r, WC_IDS + (q >> 1)] >> (32 * (q & 1))) & 0xFFFFFFFF
+            if spans:
+                e = (ends >> (4 * q)) & 0xF
+                out_s[n] = worig[s, a]
+                out_e[n] = worig[s, e - 1] + 1
+                a = e
+            n += 1
+    else:  # one call site: ``_finish`` is inlined twice
+        m = _word(t.walk, t.term, t.root_first, t.root_cont, t.unk, t.max_word_chars, wcp, worig,
                   s, length, info[s, 1], info[s, 2], out_ids, out_s, out_e, n, spans,
                   tend)  # fmt: skip
+        if r >= 0:
+            _remember(wcache, r, length, kw, s, out_ids, n, m, tend)
+        n = m
     for q in range(min(length, WC_MAX_CHARS)):
         wcp[s, q] = 0
     return n
