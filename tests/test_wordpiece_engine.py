@@ -250,6 +250,48 @@ def test_walk_table_holds_exactly_the_trie_edges(engine):
     assert got == want and len(got) == walk.size
 
 
+def test_walk_stops_only_where_no_longer_entry_exists(engine):
+    """``WALK_DEEPER`` on an edge says exactly that some vocabulary entry (under that root)
+    strictly extends the string the edge's child spells -- read off the vocabulary
+    itself, not the trie: a wrong bit would stop a walk before its longest match."""
+    t, vocab = engine.tables, engine.tokenizer.hf.get_vocab()
+    prefix = "##"
+    spelled = {0: ""}  # trie node -> the string from its root (node 0's children are roots)
+    keys = t.tkeys[t.tkeys != -1]
+    kids = t.tchild[t.tkeys != -1].astype(np.int64)
+    order = np.argsort(kids)  # build_trie numbers every child after its parent
+    for k, c in zip(keys[order].tolist(), kids[order].tolist(), strict=True):
+        spelled[c] = spelled[k >> 32] + chr(k & 0xFFFFFFFF)
+    entries = {"\x01" + w for w in vocab} | {
+        "\x02" + w[len(prefix):] for w in vocab if w.startswith(prefix) and len(w) > len(prefix)
+    }
+    extended = set()  # every proper prefix of an entry
+    for e in entries:
+        extended.update(e[:k] for k in range(1, len(e)))
+    walk = t.walk[t.walk != -1]
+    child = (walk >> 41) & wordpiece.WALK_NODE
+    deeper = (walk & wordpiece.WALK_DEEPER) != 0
+    assert deeper.any() and not deeper.all()
+    for c, d in zip(child.tolist(), deeper.tolist(), strict=True):
+        assert d == (spelled[c] in extended), spelled[c]
+
+
+def test_root_steps_are_the_walk_slots_of_the_roots_edges(engine):
+    """``roots``: for every character below SINGLE_MAX and each root, the walk slot of
+    that edge, or -1 exactly where no entry (first piece / "##" piece) starts with it."""
+    t, vocab = engine.tables, engine.tokenizer.hf.get_vocab()
+    firsts = {w[0] for w in vocab}
+    conts = {w[2] for w in vocab if w.startswith("##") and len(w) > 2}
+    for r, (root, starts) in enumerate(((t.root_first, firsts), (t.root_cont, conts))):
+        got = t.roots[r * wordpiece.SINGLE_MAX : (r + 1) * wordpiece.SINGLE_MAX]
+        have = got != -1
+        assert [chr(x) in starts for x in range(wordpiece.SINGLE_MAX)] == have.tolist()
+        assert ((got[have] & wordpiece.WALK_NODE) == root).all()
+        cps = (got[have] >> wordpiece.WALK_NODE_BITS) & ((1 << 21) - 1)
+        assert cps.tolist() == np.flatnonzero(have).tolist()
+        assert set(got[have].tolist()) <= set(t.walk.tolist())
+
+
 def test_one_character_words_take_their_vocabulary_entry_or_unk(engine):
     """``single``: for every character below SINGLE_MAX, the reference's answer for a word
     of that one character -- its vocabulary entry, else [UNK]."""

@@ -71,6 +71,10 @@ class WordPieceTables(NamedTuple):
     # The token of each one-character word, first in its word (a vocabulary entry of that
     # character, else [UNK]), for the characters below SINGLE_MAX (``single_tokens``).
     single: np.ndarray
+    # The roots' edges of the characters below SINGLE_MAX as ``walk`` slots (-1: none),
+    # FIRST's then CONT's (``root_steps``): a token's first step is a read of a small
+    # array, not a probe of the hashed table.
+    roots: np.ndarray
 
 
 # --- compiled rules ----------------------------------------------------------------------
@@ -88,11 +92,13 @@ WORD_AHEAD = 8  # words between a word's row request and its read (``_segment``)
 
 
 # ``walk`` slots: node (20 bits) | code point << 20 (21 bits) | child << 41 (20 bits) |
-# child is terminal << 61; -1 empty.  Keyed by the low 41 bits, hashed by ``_walk_hash``.
+# child is terminal << 61 | a terminal lies below the child << 62; -1 empty.  Keyed by the
+# low 41 bits, hashed by ``_walk_hash``.
 WALK_NODE_BITS = 20
 WALK_KEY = (1 << 41) - 1
 WALK_NODE = (1 << WALK_NODE_BITS) - 1
 WALK_TERMINAL = 1 << 61
+WALK_DEEPER = 1 << 62  # some node below the child is terminal: a longer match may follow
 WALK_LOAD = 0.6  # at most this full: probes mostly stay in the slot's cache line
 
 
@@ -104,7 +110,19 @@ def _walk_hash(key, mask):
 @numba.njit(cache=True, nogil=True)
 def build_walk_table(tkeys, tchild, term, cap):
     """The trie's edges (``tables.build_trie``'s pair table, keys ``node << 32 | cp``) as
-    ``walk`` slots in a table of ``cap`` (a power of two) slots, linear probing."""
+    ``walk`` slots in a table of ``cap`` (a power of two) slots, linear probing.
+
+    ``WALK_DEEPER`` is read off the trie: ``build_trie`` numbers every child after its
+    parent, so one pass from the highest node down settles each node before its parent."""
+    parent = np.full(term.size, -1, dtype=np.int64)
+    for s in range(tkeys.size):
+        if tkeys[s] != -1:
+            parent[tchild[s]] = tkeys[s] >> 32
+    below = np.zeros(term.size, dtype=np.bool_)  # a terminal strictly below the node
+    for c in range(term.size - 1, 0, -1):
+        p = parent[c]
+        if p >= 0 and (term[c] >= 0 or below[c]):
+            below[p] = True
     walk = np.full(cap, -1, dtype=np.int64)
     mask = cap - 1
     for s in range(tkeys.size):
@@ -118,6 +136,8 @@ def build_walk_table(tkeys, tchild, term, cap):
         v = key | (child << 41)
         if term[child] >= 0:
             v |= WALK_TERMINAL
+        if below[child]:
+            v |= WALK_DEEPER
         h = _walk_hash(key, mask)
         while walk[h] != -1:
             h = (h + 1) & mask
@@ -140,6 +160,24 @@ SINGLE_MAX = 0x3000  # one-character words below this code point skip the cache 
 
 
 @numba.njit(cache=True, nogil=True)
+def root_steps(walk, root_first, root_cont):
+    """``WordPieceTables.roots``: the ``walk`` slot of each root's edge for every character
+    below SINGLE_MAX (-1 where the root has none), FIRST's in ``[0, SINGLE_MAX)`` and
+    CONT's in ``[SINGLE_MAX, 2 * SINGLE_MAX)``."""
+    out = np.full(2 * SINGLE_MAX, -1, dtype=np.int64)
+    mask = walk.size - 1
+    for r in range(2):
+        root = root_first if r == 0 else root_cont
+        for x in range(SINGLE_MAX):
+            key = root | (x << WALK_NODE_BITS)
+            h = _walk_hash(key, mask)
+            while walk[h] != -1 and (walk[h] & WALK_KEY) != key:
+                h = (h + 1) & mask
+            out[r * SINGLE_MAX + x] = walk[h]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
 def single_tokens(walk, term, root_first, unk, max_word_chars):
     """``WordPieceTables.single``: what ``_word`` gives a word of one character ``x``, for
     every ``x < SINGLE_MAX`` -- the token of the vocabulary entry ``x`` (a terminal child of
@@ -159,8 +197,8 @@ def single_tokens(walk, term, root_first, unk, max_word_chars):
 
 
 @numba.njit(cache=True, nogil=True, _nrt=False)  # no allocation: no refcounts
-def _word(walk, term, root_first, root_cont, unk, max_word_chars, wcp, worig, s, length, first,
-          last, out_ids, out_s, out_e, n, spans, tend):  # fmt: skip
+def _word(walk, roots, term, root_first, root_cont, unk, max_word_chars, wcp, worig, s, length,
+          first, last, out_ids, out_s, out_e, n, spans, tend):  # fmt: skip
     """Greedy longest-match-first over one word's ``length`` normalized characters (the
     first ``min(length, max_word_chars + 1)`` held in row ``s`` of ``wcp``/``worig``);
     appends tokens (their spans unless ``spans`` is False) and writes each token's end,
@@ -168,7 +206,8 @@ def _word(walk, term, root_first, root_cont, unk, max_word_chars, wcp, worig, s,
 
     The longest vocabulary entry at ``start`` is the deepest terminal node on the trie
     walk from there (the reference tries every end from the word's end down: the first
-    hit is that same entry).
+    hit is that same entry); the walk stops where no terminal lies deeper.  A token's
+    first step below SINGLE_MAX reads ``roots``.
     """
     if length > max_word_chars:
         out_ids[n] = unk
@@ -186,12 +225,16 @@ def _word(walk, term, root_first, root_cont, unk, max_word_chars, wcp, worig, s,
         end = start
         j = start
         while j < length:
-            key = node | (int(wcp[s, j]) << WALK_NODE_BITS)
-            h = _walk_hash(key, mask)
-            v = walk[h]
-            while v != -1 and (v & WALK_KEY) != key:
-                h = (h + 1) & mask
+            c = int(wcp[s, j])
+            if j == start and c < SINGLE_MAX:
+                v = roots[c + SINGLE_MAX if start > 0 else c]
+            else:
+                key = node | (c << WALK_NODE_BITS)
+                h = _walk_hash(key, mask)
                 v = walk[h]
+                while v != -1 and (v & WALK_KEY) != key:
+                    h = (h + 1) & mask
+                    v = walk[h]
             if v == -1:
                 break
             node = (v >> 41) & WALK_NODE
@@ -199,6 +242,8 @@ def _word(walk, term, root_first, root_cont, unk, max_word_chars, wcp, worig, s,
             if v & WALK_TERMINAL:
                 found = node
                 end = j
+            if not v & WALK_DEEPER:
+                break
         if found < 0:  # nothing matches here: the whole word is one [UNK]
             out_ids[n0] = unk
             if spans:
@@ -294,8 +339,8 @@ def _finish(t, wcache, wcp, worig, info, kw, s, out_ids, out_s, out_e, n, spans,
                 a = e
             n += 1
     else:  # one call site: ``_finish`` is inlined twice
-        m = _word(t.walk, t.term, t.root_first, t.root_cont, t.unk, t.max_word_chars, wcp, worig,
-                  s, length, info[s, 1], info[s, 2], out_ids, out_s, out_e, n, spans,
+        m = _word(t.walk, t.roots, t.term, t.root_first, t.root_cont, t.unk, t.max_word_chars,
+                  wcp, worig, s, length, info[s, 1], info[s, 2], out_ids, out_s, out_e, n, spans,
                   tend)  # fmt: skip
         if r >= 0:
             _remember(wcache, r, length, kw, s, out_ids, n, m, tend)
@@ -605,9 +650,10 @@ def _build_tables(tok) -> tuple[WordPieceTables, list]:
     walk = walk_table(trie)
     unk, max_chars = int(vocab[model["unk_token"]]), int(model["max_input_chars_per_word"])
     single = single_tokens(walk, trie.term, root_first, unk, max_chars)
+    roots = root_steps(walk, root_first, root_cont)
     tables = WordPieceTables(norm_off, norm_pool, kind, cut_after, unsafe, trie.keys, trie.child,
                              trie.term, root_first, root_cont, unk, max_chars, walk,
-                             single)  # fmt: skip
+                             single, roots)  # fmt: skip
     raw = [(t.content, t.id) for t in tok.added_tokens if t.content]
     return tables, raw
 
