@@ -5,7 +5,7 @@ A is this checkout's ``toktier``; B another revision's package copied under anot
 
     git worktree add /tmp/wt-b REV
     mkdir -p /tmp/abpkg && cp -r /tmp/wt-b/toktier /tmp/abpkg/toktier_b
-    .venv/bin/python tools/engine-experiments/wordpiece_ab.py [KIND ...] [--sizes N ...]
+    .venv/bin/python tools/engine-experiments/wordpiece_ab.py [KIND ...] [--sizes N ...] [--b-first]
 
 Per slice of ``bench-engine-targets``' corpora (8 of 48K, 4 of 1M, 2 of 4.4M characters by
 default; ``--sizes`` to choose), the two
@@ -13,6 +13,13 @@ engines alternated (order flipped every slice), each warm from the same warm-up 
 ``encode_ids`` on one thread the first time (fresh) and again (warm), ``encode_ids`` on
 all cores, and ``encode`` (IDs and spans, one thread); outputs checked equal to each other
 and, on each cell's first slice, to the reference.  P50 ms and the median paired ratio.
+
+Run it twice, once with ``--b-first``: on the AMD EPYC VM the engine constructed second runs
+1.4-2x slower than the first even when both are the same code (B a copy of this checkout:
+measured 2026-11-28, eighth session; the memory each engine's tables and word cache land
+in, not the code), so one order alone measures the order.  The change's ratio is the
+geometric mean of the two runs' ratios.  (The byte-level ``inproc_ab.py`` shows no such
+effect: A/A' 1.01-1.07x.)
 """
 
 import os
@@ -52,9 +59,15 @@ def one(eng, text: str, rec: dict):
 SAMPLES = {48_000: 8, 1_000_000: 4, 4_400_000: 2}
 
 
-def main(kinds: list[str], sizes: list[int]) -> None:
+def main(kinds: list[str], sizes: list[int], b_first: bool = False) -> None:
     tok = load("bert-uncased")
-    engines = {"A": A.WordPieceEngine(tok), "B": B.WordPieceEngine(tok)}
+    if b_first:  # the construction order decides which engine's memory is slower (above)
+        eng_b = B.WordPieceEngine(tok)
+        engines = {"A": A.WordPieceEngine(tok), "B": eng_b}
+    else:
+        eng_a = A.WordPieceEngine(tok)
+        engines = {"A": eng_a, "B": B.WordPieceEngine(tok)}
+    print(f"# constructed first: {'B' if b_first else 'A'}", flush=True)
     texts = corpora()
     for e in engines.values():
         e.warmup()
@@ -82,6 +95,8 @@ def main(kinds: list[str], sizes: list[int]) -> None:
 
 if __name__ == "__main__":
     args = sys.argv[1:]
+    b_first = "--b-first" in args
+    args = [a for a in args if a != "--b-first"]
     cut = args.index("--sizes") if "--sizes" in args else len(args)
     sizes = [int(x) for x in args[cut + 1 :]] or [48_000, 1_000_000, 4_400_000]
-    main(args[:cut] or ["code", "multilingual", "code + multilingual"], sizes)
+    main(args[:cut] or ["code", "multilingual", "code + multilingual"], sizes, b_first)
