@@ -41,6 +41,7 @@ import numpy as np
 
 from ..textcheck import check_text, utf8_array
 from . import cpu as _cpu
+from . import jit as _jit
 from .jit import prefetch_row
 from .literal_probe import check_literals
 from .rules import M63  # keys and hashes stay non-negative int64, as the BPE caches'
@@ -682,6 +683,12 @@ class WordPieceEngine:
         self.compile_seconds: float | None = None
         self._parts = _cpu.PartsPool("toktier-wp")
         self._local = threading.local()
+        # Called through their one specialization's entry point: the tables and the
+        # workspace are named tuples of arrays, which numba's dispatcher would type one
+        # array at a time on every call (~0.5 ms a call where its type cache misses).
+        self._decode = _jit.BoundKernel(_decode)
+        self._unsafe_positions = _jit.BoundKernel(_unsafe_positions)
+        self._encode_range = _jit.BoundKernel(_encode_range)
         self.literal_probes = check_literals(tok, lambda text: self.encode(text)[0])
 
     def __repr__(self) -> str:
@@ -728,7 +735,7 @@ class WordPieceEngine:
         times through ``encode_parallel``).
         """
         u8 = utf8_array(text)
-        return _decode(u8, *self._trie_args, self._workspace(u8.size))
+        return self._decode(u8, *self._trie_args, self._workspace(u8.size))
 
     def certified_cuts(self, text: str) -> np.ndarray:
         """Every position where the engine may cut ``text`` (for certification)."""
@@ -771,7 +778,7 @@ class WordPieceEngine:
         # Parts: one per thread, and none beyond the workspace budget's size in characters
         # (the campaign's small-budget engine goes in many parts through here).
         parts = max(threads, -(-len(text) // max(1, self.workspace_bytes // 2)))
-        unsafe = _unsafe_positions(t, cps)
+        unsafe = self._unsafe_positions(t, cps)
         cuts = _cuts(t, cps, ls, le, nlit) if parts > 1 or unsafe.size else None
         plan: list[tuple[int, int, bool]] = []  # (lo, hi, by the engine)
         ref: list[tuple[int, int]] = []  # stretches around unsafe characters: the reference
@@ -797,8 +804,9 @@ class WordPieceEngine:
         def run(lo, hi, engine):
             if engine:  # token buffers of the thread that runs the part
                 wk = self._workspace(hi - lo)
-                return _encode_range(t, cps, lo, hi, ls, le, lid, nlit, wk.out_ids, wk.out_s,
-                                     wk.out_e, spans, self._word_cache())  # fmt: skip
+                return self._encode_range(t, cps, lo, hi, ls, le, lid, nlit, wk.out_ids,
+                                          wk.out_s, wk.out_e, spans,
+                                          self._word_cache())  # fmt: skip
             enc = self.tokenizer.hf.encode(text[lo:hi], add_special_tokens=False)
             ids = np.asarray(enc.ids, dtype=np.uint32)
             if not spans:
