@@ -14,12 +14,14 @@ engines alternated (order flipped every slice), each warm from the same warm-up 
 all cores, and ``encode`` (IDs and spans, one thread); outputs checked equal to each other
 and, on each cell's first slice, to the reference.  P50 ms and the median paired ratio.
 
-Run it twice, once with ``--b-first``: on the AMD EPYC VM the engine constructed second runs
-1.4-2x slower than the first even when both are the same code (B a copy of this checkout:
-measured 2026-11-28, eighth session; the memory each engine's tables and word cache land
-in, not the code), so one order alone measures the order.  The change's ratio is the
-geometric mean of the two runs' ratios.  (The byte-level ``inproc_ab.py`` shows no such
-effect: A/A' 1.01-1.07x.)
+Mind numba's typecode cache: it keys a tuple argument by its fields' types alone, so two
+packages' named tuples of the same fields (``WordPieceTables``, ``Workspace``) share one
+entry, holding the type of the package that called first; each call of the other package
+through its dispatcher then types ~50 arrays in Python (~0.5-1 ms a call: 1.4-2x at 48K
+with B a copy of A).  Since 9c9706c the engine's calls go through ``jit.BoundKernel`` and
+skip the dispatcher, so construct the old revision first (``--b-first``) when B predates
+it; when both bind, either order.  (The byte-level ``inproc_ab.py`` passes structrefs and
+bound kernels: A/A' 1.01-1.07x.)
 """
 
 import os
