@@ -6,9 +6,9 @@ from one minute to the next; alternating in one process resolves a few percent):
 
     git worktree add /tmp/wt-b REV   # then change it, or not
     mkdir -p /tmp/abpkg && cp -r /tmp/wt-b/toktier /tmp/abpkg/toktier_b
-    .venv/bin/python tools/engine-experiments/inproc_ab.py llama3 code [SAMPLES]
+    .venv/bin/python tools/engine-experiments/inproc_ab.py llama3 code [SAMPLES [CHARS]]
 
-Per 1M slice of ``bench-engine-targets``' corpora: one-thread ``encode_ids`` fresh (first
+Per slice (1M characters unless CHARS) of ``bench-engine-targets``' corpora: one-thread ``encode_ids`` fresh (first
 time), warm (again) and with empty piece caches; outputs checked equal.  A KIND ending in
 ``-ascii`` (``code-ascii``) has every non-ASCII character replaced by ``?`` first.  Used for
 ``results/runs/engine-ab/short-map-bytes.txt`` and ``ascii-path.txt``.
@@ -44,7 +44,7 @@ def one(eng, text: str, rec: dict) -> np.ndarray:
     return np.asarray(ids)
 
 
-def main(name: str, kind: str, samples: int = 8) -> None:
+def main(name: str, kind: str, samples: int = 8, chars: int = 1_000_000) -> None:
     tok = load(name)
     engines = {"A": A.CpuEngine(tok), "B": B.CpuEngine(tok)}
     ascii_only = kind.endswith("-ascii")  # e.g. code-ascii: every non-ASCII character -> "?"
@@ -57,11 +57,11 @@ def main(name: str, kind: str, samples: int = 8) -> None:
         e.warmup()
         e.encode_ids(text[-30000:], threads=1)
     res = {k: {"fresh": [], "warm": [], "empty": []} for k in engines}
-    for i, s in enumerate(slices(text, 1_000_000, samples)):
+    for i, s in enumerate(slices(text, chars, samples)):
         order = ["A", "B"] if i % 2 == 0 else ["B", "A"]
         outs = [one(engines[k], s, res[k]) for k in order]
         assert np.array_equal(outs[0], outs[1])
-    line = f"{name:7s} {kind:20s}"
+    line = f"{name:7s} {kind:20s} {chars:>9,}"
     for k in ("fresh", "warm", "empty"):
         a, b = np.array(res["A"][k]), np.array(res["B"][k])
         r = a / b
@@ -71,4 +71,4 @@ def main(name: str, kind: str, samples: int = 8) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], *(int(x) for x in sys.argv[3:4]))
+    main(sys.argv[1], sys.argv[2], *(int(x) for x in sys.argv[3:5]))
