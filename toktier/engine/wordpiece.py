@@ -160,40 +160,43 @@ def walk_table(trie) -> np.ndarray:
 SINGLE_MAX = 0x3000  # one-character words below this code point skip the cache and the walk
 
 
+@numba.njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _walk_slot(walk, key):
+    """The ``walk`` slot of the edge ``key`` (node | code point << WALK_NODE_BITS), or -1."""
+    mask = walk.size - 1
+    h = _walk_hash(key, mask)
+    v = walk[h]
+    while v != -1 and (v & WALK_KEY) != key:
+        h = (h + 1) & mask
+        v = walk[h]
+    return v
+
+
 @numba.njit(cache=True, nogil=True)
 def root_steps(walk, root_first, root_cont):
     """``WordPieceTables.roots``: the ``walk`` slot of each root's edge for every character
     below SINGLE_MAX (-1 where the root has none), FIRST's in ``[0, SINGLE_MAX)`` and
     CONT's in ``[SINGLE_MAX, 2 * SINGLE_MAX)``."""
-    out = np.full(2 * SINGLE_MAX, -1, dtype=np.int64)
-    mask = walk.size - 1
+    out = np.empty(2 * SINGLE_MAX, dtype=np.int64)
     for r in range(2):
         root = root_first if r == 0 else root_cont
         for x in range(SINGLE_MAX):
-            key = root | (x << WALK_NODE_BITS)
-            h = _walk_hash(key, mask)
-            while walk[h] != -1 and (walk[h] & WALK_KEY) != key:
-                h = (h + 1) & mask
-            out[r * SINGLE_MAX + x] = walk[h]
+            out[r * SINGLE_MAX + x] = _walk_slot(walk, root | (x << WALK_NODE_BITS))
     return out
 
 
 @numba.njit(cache=True, nogil=True)
-def single_tokens(walk, term, root_first, unk, max_word_chars):
+def single_tokens(roots, term, unk, max_word_chars):
     """``WordPieceTables.single``: what ``_word`` gives a word of one character ``x``, for
     every ``x < SINGLE_MAX`` -- the token of the vocabulary entry ``x`` (a terminal child of
-    the first-piece root), else [UNK]."""
+    the first-piece root, read off ``root_steps``), else [UNK]."""
     out = np.full(SINGLE_MAX, unk, dtype=np.int64)
     if max_word_chars < 1:
         return out
-    mask = walk.size - 1
     for x in range(SINGLE_MAX):
-        key = root_first | (x << WALK_NODE_BITS)
-        h = _walk_hash(key, mask)
-        while walk[h] != -1 and (walk[h] & WALK_KEY) != key:
-            h = (h + 1) & mask
-        if walk[h] != -1 and walk[h] & WALK_TERMINAL:
-            out[x] = term[(walk[h] >> 41) & WALK_NODE]
+        v = roots[x]
+        if v != -1 and v & WALK_TERMINAL:
+            out[x] = term[(v >> 41) & WALK_NODE]
     return out
 
 
@@ -217,7 +220,6 @@ def _word(walk, roots, term, root_first, root_cont, unk, max_word_chars, wcp, wo
             out_e[n] = last + 1
         tend[0] = length
         return n + 1
-    mask = walk.size - 1
     n0 = n
     start = 0
     while start < length:
@@ -230,12 +232,7 @@ def _word(walk, roots, term, root_first, root_cont, unk, max_word_chars, wcp, wo
             if j == start and c < SINGLE_MAX:
                 v = roots[c + SINGLE_MAX if start > 0 else c]
             else:
-                key = node | (c << WALK_NODE_BITS)
-                h = _walk_hash(key, mask)
-                v = walk[h]
-                while v != -1 and (v & WALK_KEY) != key:
-                    h = (h + 1) & mask
-                    v = walk[h]
+                v = _walk_slot(walk, node | (c << WALK_NODE_BITS))
             if v == -1:
                 break
             node = (v >> 41) & WALK_NODE
@@ -650,8 +647,8 @@ def _build_tables(tok) -> tuple[WordPieceTables, list]:
     trie, (root_first, root_cont) = _vocab_trie(vocab, model["continuing_subword_prefix"])
     walk = walk_table(trie)
     unk, max_chars = int(vocab[model["unk_token"]]), int(model["max_input_chars_per_word"])
-    single = single_tokens(walk, trie.term, root_first, unk, max_chars)
     roots = root_steps(walk, root_first, root_cont)
+    single = single_tokens(roots, trie.term, unk, max_chars)
     tables = WordPieceTables(norm_off, norm_pool, kind, cut_after, unsafe, trie.keys, trie.child,
                              trie.term, root_first, root_cont, unk, max_chars, walk,
                              single, roots)  # fmt: skip
