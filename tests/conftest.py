@@ -42,16 +42,38 @@ def trajectory_archive():
 
 
 _CUDASIM_SUITE = pytest.StashKey()
+_CUDASIM_TEST = "test_gpu_cudasim.py::test_the_cudasim_suite_passes"
+
+
+def _xdist_worker() -> bool:
+    """Whether this session is one of pytest-xdist's workers (``pytest -n N``)."""
+    return "PYTEST_XDIST_WORKER" in os.environ
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist the CUDA-simulator suite's test goes first.  Every worker collects
+    every test, so no worker can start the suite at collection (each would); the worker
+    that takes this test first starts the suite and waits on its process -- ~5 minutes of
+    one core -- while the other workers run the rest, and by the time it moves on they
+    have compiled the engine's kernels into the on-disk cache it then loads."""
+    if not _xdist_worker():
+        return
+    for k, item in enumerate(items):
+        if item.nodeid.endswith(_CUDASIM_TEST):
+            items.insert(0, items.pop(k))
+            return
 
 
 def pytest_collection_finish(session):
     """Start the CUDA-simulator suite (``test_gpu_cudasim.py``) in the background as soon as
     its test is collected: ~5 minutes of one Python thread, which on CI's two cores would
-    otherwise run after everything else.  Not in the simulator's own session."""
-    if session.config.option.collectonly or os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+    otherwise run after everything else.  Not in the simulator's own session, nor in an
+    xdist worker (``pytest_collection_modifyitems``)."""
+    if (session.config.option.collectonly or os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+            or _xdist_worker()):  # fmt: skip
         return
     for item in session.items:
-        if item.nodeid.endswith("test_gpu_cudasim.py::test_the_cudasim_suite_passes"):
+        if item.nodeid.endswith(_CUDASIM_TEST):
             session.config.stash[_CUDASIM_SUITE] = item.module
             item.module.start_suite()
             return

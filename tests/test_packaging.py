@@ -1,8 +1,11 @@
 """The repository's promises about itself: pins agree, README and CI run the same tests, config validates."""
 
+import fcntl
+import hashlib
 import re
 import subprocess
 import sys
+import tempfile
 import tomllib
 from pathlib import Path
 
@@ -11,6 +14,18 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _snakemake(*args: str) -> subprocess.CompletedProcess:
+    """``python -m snakemake ARGS`` in the repository, one at a time across processes: the
+    test suite runs in pytest-xdist workers, and snakemake keeps its state (locks, metadata)
+    in the working directory's ``.snakemake``."""
+    key = hashlib.sha256(str(ROOT).encode()).hexdigest()[:12]  # one lock per checkout
+    lock = Path(tempfile.gettempdir()) / f"toktier-snakemake-{key}.lock"
+    with open(lock, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)  # released when the file is closed
+        return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=ROOT,
+                              capture_output=True, text=True)  # fmt: skip
 
 
 def _pyproject_requirements() -> set[str]:
@@ -113,12 +128,7 @@ def test_full_config_overlays_only_what_it_changes():
 
 
 def test_workflow_lints_clean():
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--lint", "--cores", "1"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+    proc = _snakemake("--lint", "--cores", "1")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Congratulations" in proc.stdout + proc.stderr
 
@@ -168,10 +178,7 @@ def test_notebook_defaults_equal_the_default_config():
     config passes: opening a notebook by hand runs the kick-the-tires experiment."""
     import shlex
 
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "-p", "--forceall", "--cores", "1"],
-        cwd=ROOT, capture_output=True, text=True,
-    )  # fmt: skip
+    proc = _snakemake("-n", "-p", "--forceall", "--cores", "1")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     commands = [ln for ln in proc.stdout.splitlines() if "-m papermill" in ln]
     seen = set()
@@ -199,11 +206,8 @@ def test_full_config_dry_runs_through_the_slurm_profile():
     declared memory and run time, and the timing experiments get a node's worth of threads."""
     import re
 
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--nolock", "--forceall", "--cores", "64",
-         "--workflow-profile", "profiles/slurm", "--configfile", "config/full.yaml"],
-        cwd=ROOT, capture_output=True, text=True,
-    )  # fmt: skip
+    proc = _snakemake("-n", "--nolock", "--forceall", "--cores", "64",
+                      "--workflow-profile", "profiles/slurm", "--configfile", "config/full.yaml")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "profiles/slurm" in out
@@ -242,11 +246,7 @@ def test_report_builds_from_the_committed_evidence(tmp_path):
     for fig, caption in declared.items():
         assert caption.is_file() and caption.read_text().strip(), (fig, caption)
     out = tmp_path / "report.html"
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--report", str(out), "--cores", "1",
-         "--configfile", "config/full.yaml"],
-        cwd=ROOT, capture_output=True, text=True,
-    )  # fmt: skip
+    proc = _snakemake("--report", str(out), "--cores", "1", "--configfile", "config/full.yaml")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     html = out.read_text()
     for fig in declared:
