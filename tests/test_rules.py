@@ -103,3 +103,39 @@ def test_merge_link_splices_the_list(k):
     assert nj == (k + 2 if k + 2 < 4 else -1)
     if nj >= 0:
         assert prv[nj] == k
+
+
+def test_a_constant_argument_compiles_no_literal_specialization():
+    """``jit.unliteral``: a callee called with constants from compiled code is compiled for
+    the plain types, once, and answers as before."""
+    import numba
+    from numba.core import types
+
+    from toktier.engine import jit
+
+    plain = jit.unliteral(numba.njit)(lambda x, flag: x + 1 if flag else x - 1)
+    literal = numba.njit(lambda x, flag: x + 1 if flag else x - 1)
+
+    @numba.njit
+    def calls(f):
+        return f(0, True) + f(5, False) + f(7, True)
+
+    assert calls(plain) == calls(literal) == 1 + 4 + 8
+    assert [any(isinstance(a, types.Literal) for a in sig) for sig in plain.signatures] == [False]
+    assert any(isinstance(a, types.Literal) for sig in literal.signatures for a in sig)
+
+
+def test_the_engine_rules_hold_no_literal_specialization():
+    """After a warm engine, no rule has been compiled for a literal argument (the piece
+    loop's callers pass constants: ``shared_tail``'s ``dmax`` and ``slash`` among them)."""
+    from numba.core import types
+
+    from toktier import load
+
+    cpu.engine_for(load("llama3")).encode("x = 1  # ok\n    return 'll données 漢字")
+    compiled = [getattr(cpu.RULES, n) for n in ("shared_tail", "cl_next", "encode_range",
+                                                 "pretokenize_range", "piece_key")]  # fmt: skip
+    for fn in compiled:
+        assert fn.signatures, fn
+        for sig in fn.signatures:
+            assert not any(isinstance(a, types.Literal) for a in sig), (fn, sig)

@@ -46,8 +46,10 @@ from .literal_probe import check_literals
 from .tables import EngineTables, EngineUnsupported, build_premerge
 
 CACHE_DIR = _jit.use_engine_cache()  # before any decorator below
-RULES = _rules.make(numba.njit(cache=True, nogil=True, _nrt=False), _jit.prefetch_row,
-                    _jit.Atomics, _jit.load_word)  # fmt: skip
+# The rules are compiled for their callers' plain argument types (``jit.unliteral``: a
+# third less cold compile time).
+RULES = _rules.make(_jit.unliteral(numba.njit(cache=True, nogil=True, _nrt=False)),
+                    _jit.prefetch_row, _jit.Atomics, _jit.load_word)  # fmt: skip
 # numba resolves callees as module globals, not attributes:
 CACHE_SLOTS = _rules.CACHE_SLOTS
 CACHE_COLS = _rules.CACHE_COLS
