@@ -114,7 +114,10 @@ def test_profile_gpu_refuses_without_a_gpu_and_runs_under_the_simulator(tmp_path
         assert {k["kernel"] for k in r["kernels_inline"]} == {k["kernel"] for k in r["kernels"]}
         assert r["host"] and r["bytes"] > 0
     text = out.with_suffix(".txt").read_text()
-    assert "k_decode" in text and "host (cProfile" in text
+    # The report lists each request's costliest kernels (``gpu_profile.report``): which ones
+    # make its top 12 depends on the simulator's timings, so check the costliest of each.
+    assert all(r["kernels"][0]["kernel"] in text for r in rec["rows"])
+    assert text.count("host (cProfile") == len(rec["rows"])
 
 
 def test_kernel_timer_restores_the_backend():
