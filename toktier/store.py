@@ -217,7 +217,7 @@ class SessionState:
         return (self.ids.nbytes + self.starts.nbytes + self.ends.nbytes) + self._text_nbytes
 
     # --- commits (the only mutations; validated inputs, no partial updates) -------------
-    def _append_text(self, appended: str) -> tuple[list[str], int]:
+    def appended_text(self, appended: str) -> tuple[list[str], int]:
         """The chunk list after appending and its byte size (nothing assigned yet)."""
         if not appended:
             return self._chunks, self._text_nbytes
@@ -241,7 +241,7 @@ class SessionState:
         """(chunks, byte size) of the text after a request: ``text`` kept as is, or + ``appended``."""
         if text is not None:
             return ([text] if text else []), sys.getsizeof(text) if text else 0
-        return self._append_text(appended or "")
+        return self.appended_text(appended or "")
 
     def publish(self, n: int, shift: int, text_state) -> None:
         """Make a splice that the compiled call already wrote visible: count and text."""
@@ -280,7 +280,7 @@ class SessionState:
         new_n = keep + len(ids)
         if self._length + len(appended) >= 2**31 - 1:
             raise OverflowError("session text exceeds 2**31 characters")
-        chunks, size = self._append_text(appended)
+        chunks, size = self.appended_text(appended)
         with self._guard:
             self.reserve(new_n)
             self._before_write(keep)

@@ -14,9 +14,10 @@ import numpy as np
 from . import diff, repair
 from .engine import ReferenceEngine, default_engine
 from .engine.protocol import Engine, OffloadEngine
+from .engine.slots import R_APPLIED, R_B_LEFT, R_CUT, R_KEEP, R_NEW_N
 from .errors import SessionTokenizerMismatchError, UnknownSessionError
 from .registry import Tokenizer, load
-from .router import Route, Router
+from .router import REPAIR_HIT, Route, Router
 from .store import DEFAULT_MAX_BYTES, SessionState, SessionStore
 from .textcheck import check_text, utf8_bytes
 from .verifier import DEFAULT_CPU_SHARE, DEFAULT_RATE, ShadowVerifier, check_cpu_share
@@ -85,6 +86,8 @@ def common_suffix(a: str, b: str, limit: int) -> int:
 
 
 _LOCK_STRIPES = 64
+# the counters a first-window append raises (``Tier._count``'s key for it)
+_FIRST_WINDOW_APPEND = ("requests", "hits", "appends", "first_window")
 _CALIBRATION_TEXT = (
     "Coding agents resend a growing transcript on every call.\n"
     "    def f(x):\n        return [x ** 2 for x in range(10)]  # squares\n"
@@ -339,7 +342,17 @@ class Tier:
                     f"family {self.tokenizer.family!r} is never repaired: full encode",
                     previous=state,
                 )
-            return self._append(state, session, delta, None, delta_u8)
+            # ``_append``, written out for the common case (one Python call fewer on it)
+            old_len = state.text_length
+            new_len = old_len + len(delta)
+            if (self.router.hit(old_len, len(delta)) is not REPAIR_HIT or self._planner is None
+                    or new_len >= 2**31 - 1):  # fmt: skip
+                return self._append(state, session, delta, None, delta_u8)
+            result = self._first_window(state, session, delta, None, old_len, new_len, delta_u8)
+            if result is not None:
+                return result
+            return self._repair(state, session, old_len, new_len, old_len, 0,
+                                _AppendText(state, delta), delta)  # fmt: skip
 
     def close(self, session: str) -> bool:
         """Free a session's state now; returns whether it was live."""
@@ -462,7 +475,7 @@ class Tier:
         if full_text is None:
             old_part = state.tail(old_len - ws)
             window_text = old_part + delta
-            text_state = state.next_text(appended=delta)
+            text_state = state.appended_text(delta)
         else:
             old_part = None
             window_text = full_text[ws:]
@@ -477,16 +490,30 @@ class Tier:
                                      apply_now=not state.readers(), u8=u8)  # fmt: skip
         if found is None:
             return None
-        written = planner.written_splice(found[0], ws, new_len)
-        if written is None:
+        res = found[0]
+        if res[R_APPLIED] != 1:
             plan = planner.first_window_plan(*found, ws, new_len)
             return self._commit_plan(state, session, plan, new_len - old_len, text_state, "appends")
-        # Written by the compiled call already: publish and answer from its slots (no
-        # ``Planned``: the common append touches as few objects as it can).
-        new_n, keep, reason, window_chars, boundaries = written
+        # Written by the compiled call already: publish and answer from its slots.  Written
+        # out here rather than through ``Planner.written_splice``, ``_answer_splice`` and
+        # ``_snapshot_result``: after the engine's call each Python call costs 1-5 us (the
+        # interpreter's caches are cold), and this is every common append
+        # (``tools/append-profile/fast_path_ab.py``).
+        new_n, keep, b_left = res[R_NEW_N], res[R_KEEP], res[R_B_LEFT]
+        reason = "first-window splice" if ws else "window covers the whole text"
+        window_chars = new_len - (b_left if res[R_CUT] >= 0 else ws)
+        boundaries = (b_left if b_left >= 0 else None, None)
         state.publish(new_n, new_len - old_len, text_state)
-        return self._answer_splice(state, session, "appends", keep, 0, reason, window_chars,
-                                   boundaries)  # fmt: skip
+        self.store.refresh(state)
+        with self._counts_guard:
+            self._counts[_FIRST_WINDOW_APPEND] += 1
+        new_ids = state.ids[keep:new_n].copy()
+        new_ids.flags.writeable = False
+        result = Result(None, "repair", reason, session, 0, window_chars, boundaries, keep=keep,
+                        new_ids=new_ids, snapshot=state.snapshot())  # fmt: skip
+        if self.verifier is not None:
+            self._offer(lambda: result.ids, state.text_parts, "repair", session)
+        return result
 
     def _commit_plan(self, state, session, plan, shift, text_state, kind) -> Result:
         """Publish a certified compiled splice (written already, or written now) and answer."""

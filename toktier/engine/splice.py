@@ -42,6 +42,31 @@ from .cpu import _find_literals, _prepare, encode_range
 from .jit import BoundKernel as _Bound
 from .rules import BpeTables
 from .sentencepiece import SentencePieceEngine, _sp_range
+from .slots import (
+    FAILED,
+    NEED_RECORDS,
+    OK,
+    R_APPLIED,
+    R_B_LEFT,
+    R_B_RIGHT,
+    R_CUT,
+    R_FRESH_FROM,
+    R_FRESH_TO,
+    R_KEEP,
+    R_KEEP_LEFT,
+    R_KEEP_RIGHT,
+    R_LEFT_OK,
+    R_N_FRESH,
+    R_NEW_N,
+    R_RIGHT_OK,
+    R_RUN_LEN,
+    R_STATUS,
+    R_WHY_KIND,
+    R_WHY_SIDE,
+    RES_SIZE,
+    WHY_NO_BOUNDARY,
+    WHY_NO_RUN,
+)
 
 utf8_decode = cpu.RULES.utf8_decode
 
@@ -49,32 +74,6 @@ literal_at = cpu.RULES.literal_at
 
 ORD_BITS = 6  # ordinal among records sharing one start (repair._ORD_BITS)
 
-# plan result slots (int64[RES_SIZE])
-R_STATUS = 0  # 0 ok, else one of the failures below
-R_KEEP_LEFT = 1  # cached records [0, keep_left) stay
-R_FRESH_FROM = 2  # fresh records [fresh_from, fresh_to) go in the middle
-R_FRESH_TO = 3
-R_KEEP_RIGHT = 4  # cached records [keep_right, n) follow, shifted (edits); -1: none
-R_B_LEFT = 5  # certified boundaries (characters of the new text); -1: none
-R_B_RIGHT = 6
-R_LEFT_OK = 7
-R_RIGHT_OK = 8
-R_WHY_SIDE = 9  # 1 left, 2 right (the side that failed last)
-R_WHY_KIND = 10  # 1 no equal run, 2 run without a stable boundary
-R_RUN_LEN = 11  # length of the refused run
-R_N_FRESH = 12  # records the window encode produced
-R_KEEP = 13  # leading IDs equal to the old sequence (>= keep_left)
-R_NEW_N = 14  # records after the splice
-R_APPLIED = 15  # 1: the splice was written into the session arrays by the same call
-R_CUT = 16  # cut splice: the cached record at the session's cut (``find_cut``); -1: none
-RES_SIZE = 17
-
-OK = 0
-FAILED = 1  # no certified splice in this window (widen)
-NEED_RECORDS = 2  # the engine cannot encode this window alone (NFC-unsafe): encode it outside
-
-WHY_NO_RUN = 1
-WHY_NO_BOUNDARY = 2
 
 
 class EngineArgs(NamedTuple):
@@ -763,29 +762,39 @@ class Planner:
         return int(wk.res[R_STATUS]), wk
 
     def first_window(self, state, window_text: str, ws: int, new_len: int, *,
-                     apply_now: bool, u8: bytes | None = None) -> tuple[np.ndarray, tuple] | None:  # fmt: skip
+                     apply_now: bool, u8: bytes | None = None) -> tuple[list, tuple] | None:  # fmt: skip
         """An append's first window in one compiled call: ``plan`` without its loop.
 
         ``window_text`` is the new text from ``ws`` to its end (``ws`` = the old length
         minus the window, or 0); ``u8`` its UTF-8 bytes if the caller has them.  Returns
-        (result slots, fresh records) of the certified splice -- this thread's workspace,
-        valid until its next plan; ``res[R_APPLIED]`` says whether it is written already
-        (``first_window_plan`` makes the ``Planned`` that writes it otherwise) -- or None
-        when this tokenizer has no compiled window encode (WordPiece: the reference
-        encodes windows) or the window needs a wider one; nothing was written then, and
-        the caller runs ``plan``.  No ``Planned`` is made on the common path: an append's
-        answer reads the few slots it needs (``Tier._first_window``; 0.3-2% per append,
-        ``tools/append-profile/fused_ab.py``).
+        (result slots as a list, fresh records) of the certified splice -- the records in
+        this thread's workspace, valid until its next plan; ``res[R_APPLIED]`` says whether
+        it is written already (``first_window_plan`` makes the ``Planned`` that writes it
+        otherwise) -- or None when this tokenizer has no compiled window encode (WordPiece:
+        the reference encodes windows) or the window needs a wider one; nothing was written
+        then, and the caller runs ``plan``.  No ``Planned`` is made on the common path: an
+        append's answer reads the few slots it needs (``Tier._first_window``).  The common
+        case (a compiled engine, an NFC-stable window) is written out inline: each Python
+        call on this path costs 2-5 us after the engine's call has evicted the interpreter's
+        caches (``tools/append-profile/fast_path_ab.py``).
         """
         old_len = state.text_length
         u8 = np.frombuffer(window_text.encode("utf-8") if u8 is None else u8, dtype=np.uint8)
-        records = (state.ids, state.starts, state.ends, state.n)
         if self.ea is not None:
-            status, wk = self._engine_status(u8, len(window_text), ws, new_len, old_len, new_len,
-                                             old_len, 0, *records, apply_now)  # fmt: skip
+            ctx, wk = self._context(u8.size)
+            c_s = state.starts
+            status = self._plan_engine(u8, ws, new_len, old_len, new_len, old_len, 0, state.ids,
+                                       c_s, state.ends, state.n, ctx, apply_now, False)  # fmt: skip
+            if status == OK:
+                return wk.res.tolist(), (wk.f_ids, wk.f_s, wk.f_e)
+            if status == NEED_RECORDS and self._nfc_stable_from_cut(wk, len(window_text), c_s, ws):
+                status = self._plan_engine(u8, ws, new_len, old_len, new_len, old_len, 0,
+                                           state.ids, c_s, state.ends, state.n, ctx, apply_now,
+                                           True)  # fmt: skip
         elif self.sa is not None:
             status, wk = self._sentencepiece_status(u8, ws, new_len, old_len, new_len, old_len, 0,
-                                                    *records, apply_now)  # fmt: skip
+                                                    state.ids, state.starts, state.ends, state.n,
+                                                    apply_now)  # fmt: skip
         else:
             return None
         fresh = (wk.f_ids, wk.f_s, wk.f_e)
@@ -793,27 +802,26 @@ class Planner:
             # NFC changes the window's text from the cut: its records come from the engine's
             # segmented path, here, instead of ``plan`` encoding the window once more first
             wk, fresh = self._records_status(window_text, u8, ws, new_len, old_len, new_len,
-                                             old_len, 0, *records, apply_now,
-                                             int(wk.res[R_CUT]), True)  # fmt: skip
+                                             old_len, 0, state.ids, state.starts, state.ends,
+                                             state.n, apply_now, int(wk.res[R_CUT]), True)  # fmt: skip
             status = int(wk.res[R_STATUS])
         if status != OK:
             return None
-        return wk.res, fresh
+        return wk.res.tolist(), fresh
 
-    def first_window_plan(self, res: np.ndarray, fresh: tuple, ws: int, new_len: int) -> Planned:
+    def first_window_plan(self, res: list, fresh: tuple, ws: int, new_len: int) -> Planned:
         """``first_window``'s splice as a ``Planned`` (to write it, when the call did not)."""
-        res = res.tolist()
         return Planned(True, res, 0, _ok_reason(ws, new_len, new_len, 0),
                        new_len - _encoded_from(res, ws), ws, fresh, self._apply)  # fmt: skip
 
     @staticmethod
-    def written_splice(res: np.ndarray, ws: int, new_len: int) -> tuple | None:
+    def written_splice(res: list, ws: int, new_len: int) -> tuple | None:
         """(records after it, leading IDs kept, reason, window characters, boundaries) of a
         ``first_window`` splice its compiled call wrote already; None if it did not."""
         if res[R_APPLIED] != 1:
             return None
-        b_left = int(res[R_B_LEFT])
-        return (int(res[R_NEW_N]), int(res[R_KEEP]), _ok_reason(ws, new_len, new_len, 0),
+        b_left = res[R_B_LEFT]
+        return (res[R_NEW_N], res[R_KEEP], _ok_reason(ws, new_len, new_len, 0),
                 new_len - _encoded_from(res, ws), (b_left if b_left >= 0 else None, None))  # fmt: skip
 
     def plan(self, state, old_len, new_len, prefix, suffix, window_text, *, window,
