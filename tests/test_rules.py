@@ -125,17 +125,31 @@ def test_a_constant_argument_compiles_no_literal_specialization():
     assert any(isinstance(a, types.Literal) for sig in literal.signatures for a in sig)
 
 
-def test_the_engine_rules_hold_no_literal_specialization():
-    """After a warm engine, no rule has been compiled for a literal argument (the piece
-    loop's callers pass constants: ``shared_tail``'s ``dmax`` and ``slash`` among them)."""
+def test_the_engine_and_planner_kernels_compile_no_literal_specialization():
+    """The rules (``cpu.RULES``) and the repair planner's kernels (``engine.splice``) are
+    compiled for plain argument types when compiled code calls them with constants, as the
+    piece loop (``shared_tail``'s ``dmax`` and ``slash``) and the planner (a search from
+    ``0``) do.  The caller here is compiled fresh in this process, so its callees are typed
+    here whatever the on-disk cache holds (a kernel loaded from the cache types nothing)."""
+    import numba
     from numba.core import types
 
-    from toktier import load
+    from toktier.engine import splice
 
-    cpu.engine_for(load("llama3")).encode("x = 1  # ok\n    return 'll données 漢字")
-    compiled = [getattr(cpu.RULES, n) for n in ("shared_tail", "cl_next", "encode_range",
-                                                 "pretokenize_range", "piece_key")]  # fmt: skip
-    for fn in compiled:
+    shared_tail, cl_next, lower_bound = (
+        cpu.RULES.shared_tail, cpu.RULES.cl_next, splice.lower_bound
+    )  # fmt: skip
+
+    @numba.njit(cache=False)
+    def calls(cps, fl, keys):
+        a = shared_tail(cps, fl, 0, 4, 3, 0, False) + shared_tail(cps, fl, 1, 4, 1, 7, True)
+        b = cl_next(cps, fl, cps, 0, 4, 3, False)
+        return a + b + lower_bound(keys, 0, 4, 3)
+
+    cps = np.array([49, 50, 32, 97], dtype=np.uint32)
+    fl = np.zeros(4, dtype=np.uint16)
+    calls(cps, fl, np.arange(4, dtype=np.int64))
+    for fn in (shared_tail, cl_next, lower_bound):
         assert fn.signatures, fn
         for sig in fn.signatures:
             assert not any(isinstance(a, types.Literal) for a in sig), (fn, sig)

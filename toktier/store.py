@@ -392,9 +392,12 @@ class SessionStore:
         """The live state, or None (unknown, expired or evicted)."""
         with self._lock:
             now = self._clock()
-            if self._sessions and self.ttl_s is not None:
+            sessions = self._sessions
+            # the sweep's first test, here: most requests find nothing stale (no call)
+            if (sessions and self.ttl_s is not None
+                    and now - self._touched[next(iter(sessions))] > self.ttl_s):  # fmt: skip
                 self._sweep(now, _SWEEP_PER_CALL)
-            st = self._sessions.get(session)
+            st = sessions.get(session)
             if st is None:
                 return None
             if self.ttl_s is not None and now - self._touched[session] > self.ttl_s:

@@ -40,6 +40,7 @@ from ..families.classes import NFC_UNSAFE
 from . import cpu
 from .cpu import _find_literals, _prepare, encode_range
 from .jit import BoundKernel as _Bound
+from .jit import unliteral
 from .rules import BpeTables
 from .sentencepiece import SentencePieceEngine, _sp_range
 from .slots import (
@@ -184,7 +185,12 @@ class WindowContext(structref.StructRefProxy):
 structref.define_proxy(WindowContext, _WindowContextType, ["ea", "ra", "cache", "lcache", "wk"])
 
 
-_jit = numba.njit(cache=True, nogil=True, _nrt=False)
+# Compiled for their callers' plain argument types (``jit.unliteral``): a constant passed
+# between these functions (``lower_bound(keys, 0, ...)``, a side flag of ``certify``) would
+# otherwise compile the callee once per value -- 12 of the 20 literal specializations left
+# in a cold Tier (llama3, mistral-sp-v3, bert-uncased) were these.
+_jit = unliteral(numba.njit(cache=True, nogil=True, _nrt=False))
+_jit_nrt = unliteral(numba.njit(cache=True, nogil=True))
 
 
 # --- search primitives -------------------------------------------------------------------
@@ -468,7 +474,7 @@ def plan_core(ra, cps, nw, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s,
     res[R_KEEP] = keep
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit_nrt
 def apply_if_free(apply_now, c_ids, c_s, c_e, n, f_ids, f_s, f_e, ws, shift, res):
     """Write an OK plan into the session arrays now, when the caller allows it (no reader
     holds them) and they have room; the caller then only publishes the new count."""
@@ -481,7 +487,7 @@ def apply_if_free(apply_now, c_ids, c_s, c_e, n, f_ids, f_s, f_e, ws, shift, res
 
 
 # --- entry points ------------------------------------------------------------------------
-@numba.njit(cache=True, nogil=True)
+@_jit_nrt
 def plan_engine(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n, ctx, apply_now,
                 nfc_stable):  # fmt: skip
     """Encode the window ``u8`` (UTF-8 of the new text's ``[ws, we)``) and plan the splice;
@@ -519,7 +525,7 @@ def plan_engine(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n
     return wk.res[R_STATUS]
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit_nrt
 def plan_sentencepiece(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n, sa, ra,
                        cache, wk, apply_now):  # fmt: skip
     """``plan_engine`` for SentencePiece BPE: the window encoded by ``engine.sentencepiece``'s
@@ -539,7 +545,7 @@ def plan_sentencepiece(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s,
                   wk.res)  # fmt: skip
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit_nrt
 def plan_records(cps, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n, f_ids, f_s,
                  f_e, ra, wk, apply_now, cut_k):  # fmt: skip
     """Plan the splice for fresh records the caller encoded (window coordinates; from the
@@ -549,7 +555,7 @@ def plan_records(cps, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e,
     apply_if_free(apply_now, c_ids, c_s, c_e, n, f_ids, f_s, f_e, ws, new_len - old_len, wk.res)
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit_nrt
 def apply(ids, starts, ends, n, keep, keep_left, f_ids, f_s, f_e, fresh_from, fresh_to,
           keep_right, shift, ws):  # fmt: skip
     """Write a planned splice into the session arrays (capacity >= the new count).

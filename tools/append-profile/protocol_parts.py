@@ -45,15 +45,14 @@ def wrap(obj, attr, label):
 pl = tier._planner
 wrap(pl, "_plan_engine", "compiled")
 wrap(pl, "first_window", "first_window")
-wrap(tier, "_answer_splice", "_answer_splice")
-wrap(tier, "_snapshot_result", "_snapshot_result")
+wrap(tier, "_first_window", "_first_window")
 wrap(tier.store, "get", "store.get")
 wrap(tier.store, "refresh", "store.refresh")
 wrap(T, "check_text", "check_text")
 wrap(S.SessionState, "tail", "state.tail")
-wrap(S.SessionState, "next_text", "state.next_text")
+wrap(S.SessionState, "appended_text", "state.appended_text")
 wrap(S.SessionState, "publish", "state.publish")
-wrap(tier, "_count", "_count")
+wrap(S.SessionState, "snapshot", "state.snapshot")
 tails = C.continuation_tails([48000], 1100, 5, 20)
 for corp, stream in streams.items():
     cells = C.session_cells(stream, 48000, 1100, 5, 20, tails[48000])
