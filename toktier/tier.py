@@ -14,10 +14,18 @@ import numpy as np
 from . import diff, repair
 from .engine import ReferenceEngine, default_engine
 from .engine.protocol import Engine, OffloadEngine
-from .engine.slots import R_APPLIED, R_B_LEFT, R_CUT, R_KEEP, R_NEW_N
+from .engine.slots import (
+    R_APPLIED,
+    R_B_LEFT,
+    R_CUT,
+    R_KEEP,
+    R_NEW_N,
+    REASON_FIRST_WINDOW,
+    REASON_WHOLE_TEXT,
+)
 from .errors import SessionTokenizerMismatchError, UnknownSessionError
 from .registry import Tokenizer, load
-from .router import REPAIR_HIT, Route, Router
+from .router import Route, Router
 from .store import DEFAULT_MAX_BYTES, SessionState, SessionStore
 from .textcheck import check_text, utf8_bytes
 from .verifier import DEFAULT_CPU_SHARE, DEFAULT_RATE, ShadowVerifier, check_cpu_share
@@ -342,17 +350,7 @@ class Tier:
                     f"family {self.tokenizer.family!r} is never repaired: full encode",
                     previous=state,
                 )
-            # ``_append``, written out for the common case (one Python call fewer on it)
-            old_len = state.text_length
-            new_len = old_len + len(delta)
-            if (self.router.hit(old_len, len(delta)) is not REPAIR_HIT or self._planner is None
-                    or new_len >= 2**31 - 1):  # fmt: skip
-                return self._append(state, session, delta, None, delta_u8)
-            result = self._first_window(state, session, delta, None, old_len, new_len, delta_u8)
-            if result is not None:
-                return result
-            return self._repair(state, session, old_len, new_len, old_len, 0,
-                                _AppendText(state, delta), delta)  # fmt: skip
+            return self._append(state, session, delta, None, delta_u8)
 
     def close(self, session: str) -> bool:
         """Free a session's state now; returns whether it was live."""
@@ -500,8 +498,8 @@ class Tier:
         # interpreter's caches are cold), and this is every common append
         # (``tools/append-profile/fast_path_ab.py``).
         new_n, keep, b_left = res[R_NEW_N], res[R_KEEP], res[R_B_LEFT]
-        reason = "first-window splice" if ws else "window covers the whole text"
-        window_chars = new_len - (b_left if res[R_CUT] >= 0 else ws)
+        reason = REASON_FIRST_WINDOW if ws else REASON_WHOLE_TEXT  # ``splice._ok_reason``
+        window_chars = new_len - (b_left if res[R_CUT] >= 0 else ws)  # ``splice._encoded_from``
         boundaries = (b_left if b_left >= 0 else None, None)
         state.publish(new_n, new_len - old_len, text_state)
         self.store.refresh(state)

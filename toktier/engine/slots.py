@@ -30,3 +30,8 @@ NEED_RECORDS = 2  # the engine cannot encode this window alone (NFC-unsafe): enc
 
 WHY_NO_RUN = 1
 WHY_NO_BOUNDARY = 2
+
+# a certified first-window splice's reason (``Result.reason``): its window started inside
+# the text, or covered all of it
+REASON_FIRST_WINDOW = "first-window splice"
+REASON_WHOLE_TEXT = "window covers the whole text"

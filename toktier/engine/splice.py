@@ -64,6 +64,8 @@ from .slots import (
     R_STATUS,
     R_WHY_KIND,
     R_WHY_SIDE,
+    REASON_FIRST_WINDOW,
+    REASON_WHOLE_TEXT,
     RES_SIZE,
     WHY_NO_BOUNDARY,
     WHY_NO_RUN,
@@ -890,7 +892,7 @@ def _encoded_from(res, ws: int) -> int:
 
 def _ok_reason(ws: int, we: int, new_len: int, widenings: int) -> str:
     if ws == 0 and we == new_len:
-        return "window covers the whole text"
+        return REASON_WHOLE_TEXT
     if widenings == 0:
-        return "first-window splice"
+        return REASON_FIRST_WINDOW
     return f"splice after {widenings} widening{'s' if widenings > 1 else ''}"
