@@ -232,6 +232,69 @@ def test_written_and_held_first_window_answers_agree(name, monkeypatch):
         assert r.ids.tolist() == tok.reference(t)
 
 
+@pytest.mark.parametrize("name", ["llama3", "qwen3", "mistral-sp-v3"])
+def test_appends_that_grow_the_arrays_are_written_by_the_compiled_path(name, monkeypatch):
+    """An append whose splice does not fit the session's arrays grows them and is written
+    by one more compiled call (``Planner._grow_and_apply``), not the general commit: the
+    arrays really grow, no ``Planned`` is made, the append counts as a first-window one,
+    and every result equals the reference."""
+    planned = []
+    real = splice.Planner.first_window_plan
+
+    def spy(self, *args):
+        planned.append(True)
+        return real(self, *args)
+
+    monkeypatch.setattr(splice.Planner, "first_window_plan", spy)
+    tok = toktier.load(name)
+    tier = Tier(tok, verify_rate=0, delta_aware=False)
+    text = PROSE
+    tier.encode(text, session="g")
+    grew = 0
+    for k in range(80):  # ~25 records each: past the seed headroom (256 or more) twice
+        delta = f" line {k}: total = {k * 37} and the café's queue runs on; more text\n"
+        text += delta
+        before = tier.store.get("g").ids.size
+        r = tier.append("g", delta)
+        grew += tier.store.get("g").ids.size > before
+        assert r.path == "repair" and r.ids.tolist() == tok.reference(text), k
+        assert r.ids[r.keep :].tolist() == r.new_ids.tolist()
+    assert grew >= 2 and planned == []
+    s = tier.stats()
+    assert s["first_window"] == s["appends"] == 80
+
+
+def test_a_growth_that_fails_leaves_the_session_as_it_was(monkeypatch):
+    """Growing the arrays allocates before anything changes: when it fails, the append
+    raises, and the session's records and text are exactly as before; it serves the same
+    append afterwards."""
+    from toktier import store
+
+    tier = Tier("llama3", verify_rate=0, delta_aware=False)
+    tok = tier.tokenizer
+    tier.encode(PROSE, session="g")
+    state = tier.store.get("g")
+    delta = " and a continuation that needs room" * 6
+    n = state.n  # no headroom left: the next splice must grow the arrays
+    state.ids, state.starts, state.ends = (a[:n].copy() for a in state.records())
+    before = tier.session_records("g"), state.text()
+    real = store.SessionState.reserve
+
+    def no_memory(self, need):
+        if need > len(self.ids):
+            raise MemoryError("test: no room")
+        return real(self, need)
+
+    monkeypatch.setattr(store.SessionState, "reserve", no_memory)
+    with pytest.raises(MemoryError):
+        tier.append("g", delta)
+    after = tier.session_records("g")
+    assert all(np.array_equal(a, b) for a, b in zip(before[0], after, strict=True))
+    assert tier.store.get("g") is state and state.text() == before[1]
+    monkeypatch.setattr(store.SessionState, "reserve", real)
+    assert tier.append("g", delta).ids.tolist() == tok.reference(PROSE + delta)
+
+
 def test_full_text_request_keeps_the_callers_string():
     tier = Tier("llama3", verify_rate=0)
     text = PROSE

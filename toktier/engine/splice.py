@@ -683,6 +683,7 @@ class Planner:
         self._plan_records = _Bound(plan_records)
         self._find_cut = _Bound(find_cut)
         self._apply = _Bound(apply)
+        self._apply_if_free = _Bound(apply_if_free)
 
     def _workspace(self, need: int) -> Workspace:
         wk = getattr(self._local, "wk", None)
@@ -794,7 +795,10 @@ class Planner:
             status = self._plan_engine(u8, ws, new_len, old_len, new_len, old_len, 0, state.ids,
                                        c_s, state.ends, state.n, ctx, apply_now, False)  # fmt: skip
             if status == OK:
-                return wk.res.tolist(), (wk.f_ids, wk.f_s, wk.f_e)
+                res = wk.res.tolist()
+                if res[R_APPLIED] == 1 or not apply_now:
+                    return res, (wk.f_ids, wk.f_s, wk.f_e)
+                return self._grow_and_apply(state, wk, (wk.f_ids, wk.f_s, wk.f_e), ws, new_len)
             if status == NEED_RECORDS and self._nfc_stable_from_cut(wk, len(window_text), c_s, ws):
                 status = self._plan_engine(u8, ws, new_len, old_len, new_len, old_len, 0,
                                            state.ids, c_s, state.ends, state.n, ctx, apply_now,
@@ -815,7 +819,27 @@ class Planner:
             status = int(wk.res[R_STATUS])
         if status != OK:
             return None
+        if apply_now and wk.res[R_APPLIED] != 1:
+            return self._grow_and_apply(state, wk, fresh, ws, new_len)
         return wk.res.tolist(), fresh
+
+    def _grow_and_apply(self, state, wk: Workspace, fresh: tuple, ws: int, new_len: int):
+        """``first_window``'s answer for a splice its call could not write only because the
+        session's arrays had no room: grow them (``reserve``: allocated before anything
+        changes; no reader holds them, ``apply_now``) and write it in one more compiled call.
+
+        Why: the writing otherwise took the general commit (``Planned``, ``commit_splice``,
+        ``Tier._answer_splice``), and an append that grows the arrays -- one of the first few
+        of every session (``store.seed_capacity``), then one per doubling -- cost ~50 us
+        more than the others instead of the ~20 the growth itself takes
+        (``tools/append-profile/growth_ab.py``)."""
+        res = wk.res
+        if res[R_NEW_N] > state.ids.size:
+            state.reserve(int(res[R_NEW_N]))
+        f_ids, f_s, f_e = fresh
+        self._apply_if_free(True, state.ids, state.starts, state.ends, state.n, f_ids, f_s, f_e,
+                            ws, new_len - state.text_length, res)  # fmt: skip
+        return res.tolist(), fresh
 
     def first_window_plan(self, res: list, fresh: tuple, ws: int, new_len: int) -> Planned:
         """``first_window``'s splice as a ``Planned`` (to write it, when the call did not)."""
