@@ -332,6 +332,37 @@ def test_construction_compiles_the_records_path_of_nfc_tokenizers(name, monkeypa
     tier.shutdown()
 
 
+@pytest.mark.parametrize("name", ["llama3", "mistral-sp-v3"])
+def test_construction_types_the_growing_appends_compiled_write(name, monkeypatch):
+    """An append that outgrows the session's arrays writes its splice in a compiled call of
+    its own (``Planner._grow_and_apply``): the Tier's warm-up types it, so the first such
+    request goes straight to the compiled code (its cache load cost ~10 ms inside a request
+    before) -- every call finds the bound entry point and its types."""
+    from toktier.engine import splice
+
+    calls = []
+
+    class Spy(splice._Bound):
+        def __call__(self, *args):
+            if self._dispatcher is splice.apply_if_free:
+                calls.append(self._entry is not None and self.check(*args))
+            return super().__call__(*args)
+
+    monkeypatch.setattr(splice, "_Bound", Spy)
+    tier = Tier(name, verify_rate=0, delta_aware=False)
+    assert calls, "the warm-up did not call it"
+    calls.clear()
+    text = PROSE
+    tier.encode(text, session="g")
+    state = tier.store.get("g")
+    n = state.n  # no headroom left: the next append's splice must grow the arrays
+    state.ids, state.starts, state.ends = (a[:n].copy() for a in state.records())
+    delta = " and a continuation that needs room.\n"
+    assert tier.append("g", delta).ids.tolist() == tier.tokenizer.reference(text + delta)
+    assert calls == [True]
+    tier.shutdown()
+
+
 @pytest.mark.parametrize("name", ["llama3", "qwen3"])
 def test_non_ascii_deltas_reuse_their_bytes_and_stay_exact(name):
     """A non-ASCII delta's UTF-8 (from its check) is reused for the repair window, next to

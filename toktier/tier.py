@@ -426,6 +426,7 @@ class Tier:
             if plan.ok:
                 state.commit_splice(plan, len(delta), text=new)
                 text = new
+        self._planner.warm_grow_and_apply(state)
         # The router's fixed repair cost: a small append with the default window, timed.
         times = []
         for k in range(15):

@@ -841,6 +841,14 @@ class Planner:
                             ws, new_len - state.text_length, res)  # fmt: skip
         return res.tolist(), fresh
 
+    def warm_grow_and_apply(self, state) -> None:
+        """Type and load ``_grow_and_apply``'s compiled call (``Tier`` construction): the
+        first request that grows a session's arrays would otherwise pay ~10 ms of cache
+        load inside it.  Nothing is written (the call is told it may not)."""
+        wk = self._workspace(64)
+        self._apply_if_free(False, state.ids, state.starts, state.ends, state.n, wk.f_ids,
+                            wk.f_s, wk.f_e, 0, 0, wk.res)  # fmt: skip
+
     def first_window_plan(self, res: list, fresh: tuple, ws: int, new_len: int) -> Planned:
         """``first_window``'s splice as a ``Planned`` (to write it, when the call did not)."""
         return Planned(True, res, 0, _ok_reason(ws, new_len, new_len, 0),
