@@ -696,6 +696,11 @@ class WordPieceEngine:
         sample = "Hello, World! Ünïcödé 中文 [CLS] x\U0001d165\U0001d16d it's 2026\n\t" * 3
         self.encode(sample)
         self.encode_parallel(sample * 8, threads=2, min_chars=0)
+        # a long non-ASCII text takes the compiled UTF-8 pass (``textcheck.COMPILED_MIN_CHARS``):
+        # left cold, a real request's first call loaded it (7.5 ms)
+        mixed = "Grüße, мир — 中文 ok\n" * 1800
+        self.encode(mixed)
+        self.encode_parallel(mixed, threads=2, min_chars=0)
         self.split(sample)
         self.compile_seconds = time.perf_counter() - t0
         return self.compile_seconds
