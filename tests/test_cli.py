@@ -72,3 +72,26 @@ def test_bench_continuation_times_any_tokenizer_and_checks_the_tier(tmp_path, ca
     assert all(r["exact"] == "True" for r in rows if r["method"].startswith("tier"))
     assert main([*args[:-1], "--methods", "tier append,warp drive"]) == 2
     assert "unknown methods" in capsys.readouterr().err
+
+
+def test_an_output_path_that_cannot_be_a_file_is_refused_before_any_work(tmp_path, capsys,
+                                                                         monkeypatch):  # fmt: skip
+    """--out / --run / --table naming a folder, or below a file, is an error at once (exit 2),
+    before the command runs: a long benchmark used to fail only when it wrote its answer."""
+    import toktier.cli as cli
+
+    ran = []
+    monkeypatch.setattr(cli, "_cmd_bench_continuation", lambda args: ran.append(args) or 0)
+    a_file = tmp_path / "f.csv"
+    a_file.write_text("")
+    for extra, what in (
+        (["--out", str(tmp_path)], "is a folder"),
+        (["--run", str(tmp_path)], "is a folder"),
+        (["--out", str(a_file / "x.csv")], "is a file, not a folder"),
+    ):
+        assert main(["bench-continuation", "--tokenizers", "llama3", *extra]) == 2
+        assert what in capsys.readouterr().err
+    assert ran == []
+    out = tmp_path / "new" / "deeper" / "t.csv"
+    assert main(["bench-continuation", "--out", str(out), "--run", str(a_file)]) == 0
+    assert len(ran) == 1

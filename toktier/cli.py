@@ -852,9 +852,31 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+_FILE_OUTPUTS = ("out", "run", "table")  # every command's record, table or report path
+
+
+def _check_outputs(args) -> None:
+    """Refuse, before any work, an output path that cannot be a file (a folder, or a file
+    where its folder should be): a benchmark or campaign of many minutes otherwise failed
+    only when it came to write its answer."""
+    for name in _FILE_OUTPUTS:
+        path = getattr(args, name, None)
+        if not path:
+            continue
+        out = Path(path)
+        if out.is_dir():
+            raise ToktierError(f"--{name} {path} is a folder: give a file path")
+        for parent in out.parents:
+            if parent.exists():
+                if not parent.is_dir():
+                    raise ToktierError(f"--{name} {path}: {parent} is a file, not a folder")
+                break
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        _check_outputs(args)
         return args.func(args)
     except (ToktierError, TypeError, ValueError) as exc:
         print(f"toktier: error: {exc}", file=sys.stderr)
