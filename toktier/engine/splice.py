@@ -829,10 +829,9 @@ class Planner:
         changes; no reader holds them, ``apply_now``) and write it in one more compiled call.
 
         Why: the writing otherwise took the general commit (``Planned``, ``commit_splice``,
-        ``Tier._answer_splice``), and an append that grows the arrays -- one of the first few
-        of every session (``store.seed_capacity``), then one per doubling -- cost ~50 us
-        more than the others instead of the ~20 the growth itself takes
-        (``tools/append-profile/growth_ab.py``)."""
+        ``Tier._answer_splice``), and ~10% of the recorded continuation calls grow the arrays
+        (``tools/append-profile/growth_real.py``); written here, such an append's P50 is
+        6-20 us lower (``growth_ab.py``; ``reserve`` itself 9-22 us of what remains)."""
         res = wk.res
         if res[R_NEW_N] > state.ids.size:
             state.reserve(int(res[R_NEW_N]))
