@@ -427,6 +427,74 @@ def test_cut_splice_encodes_only_from_the_cut(name):
         assert adversarial.verify_boundary(tok, text, b, offsets) is None
 
 
+def test_widen_left_takes_the_first_doubling_with_a_cut_within_the_budget():
+    asked = []
+
+    def cut_from(limit):
+        def has_cut(ws):
+            asked.append(ws)
+            return ws <= limit
+
+        return has_cut
+
+    # a cut 700 characters before the prefix's end: the window of 800 (k = 3) is the first
+    assert repair.widen_left(100, 10_000, 0, 5, cut_from(10_000 - 700)) == (800, 3)
+    assert asked == [9_800, 9_600, 9_200]
+    # no cut within the budget (two widenings left): plain doubling, as before
+    asked.clear()
+    assert repair.widen_left(100, 10_000, 3, 5, cut_from(0)) == (200, 1)
+    assert asked == [9_800, 9_600]
+    # a window reaching the text's start needs no cut (it certifies on the left)
+    asked.clear()
+    assert repair.widen_left(100, 350, 0, 5, cut_from(-1)) == (400, 2)
+    assert asked == [150]
+
+
+@pytest.mark.parametrize("name", ["llama3", "qwen3", "gpt-oss"])
+def test_widening_past_a_long_run_encodes_one_window(name, monkeypatch):
+    """An append after a letter run many windows long (no stable pair, so no cut, in it):
+    the doublings that cannot reach a cut are passed over unencoded (``repair.widen_left``),
+    so the request encodes its first window and then one window, from the cut before the
+    run -- not every doubling in turn.  Both implementations take the same splice, with
+    the reference's IDs, and count the same widenings."""
+    tok = toktier.load(name)
+    pair = tuple(
+        Tier(tok, repair_impl=impl, verify_rate=0, delta_aware=False)
+        for impl in ("compiled", "python")
+    )
+    compiled, python = pair
+    encodes = {"compiled": 0, "python": 0}
+    real_status, real_encode = splice.Planner._engine_status, python.engine.encode
+
+    def engine_status(self, *args):
+        encodes["compiled"] += 1
+        return real_status(self, *args)
+
+    def encode(text):
+        encodes["python"] += 1
+        return real_encode(text)
+
+    monkeypatch.setattr(splice.Planner, "_engine_status", engine_status)
+    monkeypatch.setattr(python.engine, "encode", encode)
+    run = "x" * (8 * compiled.window)
+    prose = PROSE * 8  # longer than the widest window: the splice is a cut, not the whole text
+    text = prose + run
+    for t in pair:
+        t.encode(text, session="r")
+    encodes.update(compiled=0, python=0)
+    delta = " and then the next words"
+    text += delta
+    got = [t.append("r", delta) for t in pair]
+    _same_result(*got, text, tok)
+    r = got[0]
+    assert r.widenings >= 3  # 2**3 windows: the run is 8 windows long
+    b = r.boundaries[0]
+    assert b is not None and len(prose) - 200 < b <= len(prose)  # the cut before the run
+    # plan's first window and the one that reaches the cut (the compiled path's own first
+    # window, ``first_window``, is not counted here); the Python plan: the same two
+    assert encodes == {"compiled": 2, "python": 2}
+
+
 @pytest.mark.parametrize("name", ["qwen3", "qwen3.6"])
 def test_nfc_unsafe_appends_take_the_engine_when_nfc_leaves_them_alone(name, monkeypatch):
     """An NFC tokenizer's append holding combining marks (Devanagari, conjoining jamo) that

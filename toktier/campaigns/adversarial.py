@@ -35,6 +35,9 @@ PITFALLS = [
     "def f(x):", "    return x", "==", "->", "/", "//", "https://", "_", "__init__",  # code
     "the", " pipe", "line", " pipeline", "word", ".", ",", "!", "?", "...", "(", ")", "[", "]",
 ]  # fmt: skip
+# Long runs with few or no stable pairs: a window that starts inside one widens past it
+# (``repair.widen_left``).
+LONG_RUNS = ["x" * 300, "漢字" * 100, " " * 120, "=" * 150, "7" * 200, "aé" * 100]
 
 
 def fragments(tok) -> st.SearchStrategy[str]:
@@ -50,7 +53,8 @@ def fragments(tok) -> st.SearchStrategy[str]:
         lambda t: chr(int(pools[t[0]][t[1] % len(pools[t[0]])]))
     )
     anything = st.text(st.characters(exclude_categories=("Cs",)), max_size=3)
-    return st.one_of(st.sampled_from(PITFALLS), lit, cut_literal, literal_tail, probed, anything)
+    pitfall = st.sampled_from(PITFALLS + LONG_RUNS)  # a long run in ~1 of 100 fragments
+    return st.one_of(pitfall, lit, cut_literal, literal_tail, probed, anything)
 
 
 def texts(frag: st.SearchStrategy[str], max_fragments: int) -> st.SearchStrategy[str]:

@@ -37,6 +37,7 @@ from numba.core import types as _types
 from numba.experimental import structref
 
 from ..families.classes import NFC_UNSAFE
+from ..repair import widen_left
 from . import cpu
 from .cpu import _find_literals, _prepare, encode_range
 from .jit import BoundKernel as _Bound
@@ -841,12 +842,17 @@ class Planner:
         return res.tolist(), fresh
 
     def warm_grow_and_apply(self, state) -> None:
-        """Type and load ``_grow_and_apply``'s compiled call (``Tier`` construction): the
-        first request that grows a session's arrays would otherwise pay ~10 ms of cache
-        load inside it.  Nothing is written (the call is told it may not)."""
+        """Type and load the compiled calls that requests make from Python besides
+        ``plan_engine`` (``Tier`` construction): ``_grow_and_apply``'s write (the first request
+        that grows a session's arrays paid ~10 ms of cache load inside it) and the widening's
+        probe for a cut (a compile of seconds).  Nothing is written (the write is told it may
+        not; the probe's window starts at the text's start, where it looks no further)."""
         wk = self._workspace(64)
         self._apply_if_free(False, state.ids, state.starts, state.ends, state.n, wk.f_ids,
                             wk.f_s, wk.f_e, 0, 0, wk.res)  # fmt: skip
+        if self.ra.cut_splice:  # and the widening's probe for a cut (``plan``, ``widen_left``)
+            cps = np.frombuffer("ab".encode("utf-32-le"), dtype=np.uint32)
+            self._find_cut(self.ra, cps, cps.size, 0, 0, state.starts, state.ends, state.n)
 
     def first_window_plan(self, res: list, fresh: tuple, ws: int, new_len: int) -> Planned:
         """``first_window``'s splice as a ``Planned`` (to write it, when the call did not)."""
@@ -909,10 +915,19 @@ class Planner:
             if widenings >= max_widenings:
                 reason = f"no certified splice after {widenings} widenings ({why})"
                 return Planned(False, res, widenings, reason, we - ws, ws, None, self._apply)
-            widenings += 1
-            if not res[R_LEFT_OK]:
+            if not res[R_LEFT_OK] and self.ra.cut_splice:
+
+                def has_cut(ws, we=we):
+                    cps = np.frombuffer(window_text(ws, we).encode("utf-32-le"), dtype=np.uint32)
+                    return self._find_cut(self.ra, cps, cps.size, ws, prefix, c_s, c_e, n) >= 0
+
+                wl, k = widen_left(wl, prefix, widenings, max_widenings, has_cut)
+                widenings += k
+            elif not res[R_LEFT_OK]:
+                widenings += 1
                 wl *= 2
             else:
+                widenings += 1
                 wr *= 2
 
 
