@@ -427,7 +427,7 @@ def test_cut_splice_encodes_only_from_the_cut(name):
         assert adversarial.verify_boundary(tok, text, b, offsets) is None
 
 
-def test_widen_left_takes_the_first_doubling_with_a_cut_within_the_budget():
+def test_widen_left_takes_the_first_doubling_with_a_cut():
     asked = []
 
     def cut_from(limit):
@@ -438,15 +438,15 @@ def test_widen_left_takes_the_first_doubling_with_a_cut_within_the_budget():
         return has_cut
 
     # a cut 700 characters before the prefix's end: the window of 800 (k = 3) is the first
-    assert repair.widen_left(100, 10_000, 0, 5, cut_from(10_000 - 700)) == (800, 3)
+    assert repair.widen_left(100, 10_000, cut_from(10_000 - 700)) == (800, 3)
     assert asked == [9_800, 9_600, 9_200]
-    # no cut within the budget (two widenings left): plain doubling, as before
+    # however far it is (past the widening budget: 2**9 windows)
     asked.clear()
-    assert repair.widen_left(100, 10_000, 3, 5, cut_from(0)) == (200, 1)
-    assert asked == [9_800, 9_600]
+    assert repair.widen_left(100, 100_000, cut_from(60_000)) == (51_200, 9)
+    assert len(asked) == 9
     # a window reaching the text's start needs no cut (it certifies on the left)
     asked.clear()
-    assert repair.widen_left(100, 350, 0, 5, cut_from(-1)) == (400, 2)
+    assert repair.widen_left(100, 350, cut_from(-1)) == (400, 2)
     assert asked == [150]
 
 

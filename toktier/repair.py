@@ -31,7 +31,8 @@ changed region, ``T[ws:we]``, and joins it to the cached records:
    ``p2`` in the common suffix, then the cached records from there, shifted).
 4. Otherwise widen the failing side ×2 and retry, at most ``max_widenings``
    times; then give up (the caller encodes the full text).  A miss costs time,
-   never IDs.
+   never IDs.  With cut splices the left side's windows grow straight to the
+   first doubling that holds a cut, without a budget (``widen_left``).
 
 Work per append is O(Δ + w): the window encode (from the cut: O(Δ) plus a few characters), a few numpy passes over the
 window's records, and an in-place write of the new tail.
@@ -303,27 +304,27 @@ def find_cut(rules: RepairRules, window: str, window_cps: np.ndarray, ws: int, p
     return None
 
 
-def widen_left(wl: int, prefix: int, widenings: int, max_widenings: int,
-               has_cut) -> tuple[int, int]:  # fmt: skip
-    """The left side's next window width after a failed window, and how many widenings it
-    counts: the next doubling, or -- for a tokenizer with cut splices -- the first doubling
-    within the budget whose old text holds a cut (``has_cut(ws)``) or reaches the text's
-    start, the windows before it passed over without being encoded.
+def widen_left(wl: int, prefix: int, has_cut) -> tuple[int, int]:
+    """The left side's next window width after a failed window, for a tokenizer with cut
+    splices, and how many doublings it counts: the first doubling whose old text holds a
+    cut (``has_cut(ws)``) or that reaches the text's start, however many that takes; the
+    windows before it are passed over without being encoded.
 
     Why: behind a long stretch without stable pairs (a letter run of thousands of
     characters) every doubling was encoded and failed, each encode longer than the last,
-    before one reached past it (an append after a 5,000-letter run: 4 widenings, ~3 ms on
-    llama3).  A window with a cut always splices on the left, encoding from the cut, so
-    the request now costs one encode from the cut.  Exactness does not depend on which
-    window certifies (the certificate does not depend on the window); the skipped windows
-    could only have certified by the run protocol.
+    before one reached past it (an append after a 5,000-letter run: 4 widenings, ~2.5 ms on
+    llama3), and a stretch longer than the widening budget's window (~10K characters)
+    ended in a full encode of the whole context.  A window with a cut always splices on
+    the left and is encoded from the cut only, which costs less than a full encode at any
+    distance, so the budget (``max_widenings``) no longer stops the left side: the request
+    costs the text from the last cut plus the change.  Exactness does not depend on which
+    window certifies (the certificate does not depend on the window); the windows passed
+    over could only have certified by the run protocol.
     """
-    for k in range(1, max_widenings - widenings + 1):
-        w = wl << k
-        ws = prefix - w
-        if ws <= 0 or has_cut(ws):
-            return w, k
-    return wl * 2, 1
+    k = 1
+    while (ws := prefix - (wl << k)) > 0 and not has_cut(ws):
+        k += 1
+    return wl << k, k
 
 
 def _codepoints(text: str) -> np.ndarray:
@@ -445,7 +446,7 @@ def plan(
                 t = window_text(ws, we)
                 return find_cut(rules, t, _codepoints(t), ws, prefix, c_s, c_e) is not None
 
-            wl, k = widen_left(wl, prefix, widenings, max_widenings, has_cut)
+            wl, k = widen_left(wl, prefix, has_cut)
             widenings += k
         elif not left_ok:
             widenings += 1

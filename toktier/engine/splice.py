@@ -921,7 +921,7 @@ class Planner:
                     cps = np.frombuffer(window_text(ws, we).encode("utf-32-le"), dtype=np.uint32)
                     return self._find_cut(self.ra, cps, cps.size, ws, prefix, c_s, c_e, n) >= 0
 
-                wl, k = widen_left(wl, prefix, widenings, max_widenings, has_cut)
+                wl, k = widen_left(wl, prefix, has_cut)
                 widenings += k
             elif not res[R_LEFT_OK]:
                 widenings += 1
