@@ -454,21 +454,24 @@ class Tier:
             text = full_text if full_text is not None else state.text() + delta
             return self._seed(session, text, route.reason, count=False, route=route, previous=state)
         new_len = old_len + len(delta)
+        failed_first = None
         if self._planner is not None and new_len < 2**31 - 1:
             result = self._first_window(state, session, delta, full_text, old_len, new_len,
                                         delta_u8)  # fmt: skip
-            if result is not None:
+            if type(result) is Result:
                 return result
+            failed_first = result  # the first window's slots when it gave no splice
         source = _PlainText(full_text) if full_text is not None else _AppendText(state, delta)
-        return self._repair(state, session, old_len, new_len, old_len, 0, source, delta)
+        return self._repair(state, session, old_len, new_len, old_len, 0, source, delta,
+                            failed_first)  # fmt: skip
 
     def _first_window(self, state, session, delta, full_text, old_len, new_len,
-                      delta_u8=None) -> Result | None:  # fmt: skip
+                      delta_u8=None) -> Result | list | None:  # fmt: skip
         """The common append, flat: one compiled call finds and (usually) writes the splice.
 
-        None when the first window gives no certified splice here (no compiled engine, a
-        window whose records must be encoded outside, a widening): nothing changed then,
-        and ``_repair`` runs the whole protocol.  ``delta_u8``: the delta's UTF-8 bytes
+        Otherwise nothing changed, and ``_repair`` runs the whole protocol: None when this
+        tokenizer has no compiled window encode; the window's result slots when it was
+        encoded and gave no certified splice (``_repair`` widens from there).  ``delta_u8``: the delta's UTF-8 bytes
         when its check produced them (non-ASCII), so only the old part is encoded here.
         """
         ws = old_len - self.window if old_len > self.window else 0
@@ -491,6 +494,8 @@ class Tier:
         if found is None:
             return None
         res = found[0]
+        if found[1] is None:
+            return res
         if res[R_APPLIED] != 1:
             plan = planner.first_window_plan(*found, ws, new_len)
             return self._commit_plan(state, session, plan, new_len - old_len, text_state, "appends")
@@ -566,8 +571,10 @@ class Tier:
         self.store.close(session)
         return True
 
-    def _repair(self, state, session, old_len, new_len, prefix, suffix, source, delta) -> Result:
-        """Repair a live session (``delta`` given for an append, None for an edit).
+    def _repair(self, state, session, old_len, new_len, prefix, suffix, source, delta,
+                failed_first: list | None = None) -> Result:  # fmt: skip
+        """Repair a live session (``delta`` given for an append, None for an edit);
+        ``failed_first``: the compiled first window's slots, tried already (``_first_window``).
 
         The request path of every hit: a few attribute reads around one compiled call
         (``engine.splice.Planner``); nothing here is O(context).
@@ -586,7 +593,7 @@ class Tier:
             plan = planner.plan(
                 state, old_len, new_len, prefix, suffix, source.window,
                 window=self.window, max_widenings=self.max_widenings,
-                apply_now=not state.readers(),
+                apply_now=not state.readers(), failed_first=failed_first,
             )  # fmt: skip
             ok, widenings, reason = plan.ok, plan.widenings, plan.reason
         else:

@@ -772,7 +772,7 @@ class Planner:
         return int(wk.res[R_STATUS]), wk
 
     def first_window(self, state, window_text: str, ws: int, new_len: int, *,
-                     apply_now: bool, u8: bytes | None = None) -> tuple[list, tuple] | None:  # fmt: skip
+                     apply_now: bool, u8: bytes | None = None) -> tuple[list, tuple | None] | None:  # fmt: skip
         """An append's first window in one compiled call: ``plan`` without its loop.
 
         ``window_text`` is the new text from ``ws`` to its end (``ws`` = the old length
@@ -780,9 +780,12 @@ class Planner:
         (result slots as a list, fresh records) of the certified splice -- the records in
         this thread's workspace, valid until its next plan; ``res[R_APPLIED]`` says whether
         it is written already (``first_window_plan`` makes the ``Planned`` that writes it
-        otherwise) -- or None when this tokenizer has no compiled window encode (WordPiece:
-        the reference encodes windows) or the window needs a wider one; nothing was written
-        then, and the caller runs ``plan``.  No ``Planned`` is made on the common path: an
+        otherwise) -- or (result slots, None) when the window was encoded and gives no
+        certified splice (the caller passes the slots to ``plan`` as ``failed_first``, which
+        then starts from the widening instead of encoding this window again), or None when
+        this tokenizer has no compiled window encode (WordPiece: the reference encodes
+        windows); nothing was written in either case, and the caller runs ``plan``.  No
+        ``Planned`` is made on the common path: an
         append's answer reads the few slots it needs (``Tier._first_window``).  The common
         case (a compiled engine, an NFC-stable window) is written out inline: each Python
         call on this path costs 2-5 us after the engine's call has evicted the interpreter's
@@ -819,7 +822,7 @@ class Planner:
                                              state.n, apply_now, int(wk.res[R_CUT]), True)  # fmt: skip
             status = int(wk.res[R_STATUS])
         if status != OK:
-            return None
+            return wk.res.tolist(), None
         if apply_now and wk.res[R_APPLIED] != 1:
             return self._grow_and_apply(state, wk, fresh, ws, new_len)
         return wk.res.tolist(), fresh
@@ -870,7 +873,7 @@ class Planner:
                 new_len - _encoded_from(res, ws), (b_left if b_left >= 0 else None, None))  # fmt: skip
 
     def plan(self, state, old_len, new_len, prefix, suffix, window_text, *, window,
-             max_widenings, apply_now=False) -> Planned:  # fmt: skip
+             max_widenings, apply_now=False, failed_first: list | None = None) -> Planned:  # fmt: skip
         """Find a certified splice for the new text (``repair.plan``'s loop).
 
         Mutates nothing, unless ``apply_now``: then an OK splice that fits the session's
@@ -878,38 +881,25 @@ class Planner:
         the new count and text.  Pass it only when no snapshot reads the arrays.
         ``window_text(ws, we)`` returns the new text's ``[ws, we)``.  The fresh records of
         the returned plan live in this thread's workspace until its next call.
+        ``failed_first``: the result slots of ``first_window`` for this very append and
+        window, which found no splice; the loop goes on from there without encoding it again.
         """
-        c_ids, c_s, c_e, n = state.ids, state.starts, state.ends, state.n
+        c_s, c_e, n = state.starts, state.ends, state.n
         right_start = new_len - suffix
         wl = wr = window
         widenings = 0
         why = ""
+        res = failed_first
         while True:
             ws = max(0, prefix - wl)
             we = min(new_len, right_start + wr)
-            text = window_text(ws, we)
-            u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-            status = NEED_RECORDS
-            if self.sa is not None:
-                status, wk = self._sentencepiece_status(u8, ws, we, old_len, new_len, prefix,
-                                                        suffix, c_ids, c_s, c_e, n, apply_now)  # fmt: skip
-                fresh = (wk.f_ids, wk.f_s, wk.f_e)
-            elif self.ea is not None:
-                status, wk = self._engine_status(u8, len(text), ws, we, old_len, new_len, prefix,
-                                                 suffix, c_ids, c_s, c_e, n, apply_now)  # fmt: skip
-                fresh = (wk.f_ids, wk.f_s, wk.f_e)
-            if status == NEED_RECORDS:
-                # plan_engine found the cut (if any) already, and that NFC changes the text
-                # from there (else it would have encoded the window itself)
-                cut_k = int(wk.res[R_CUT]) if self.ea is not None else -1
-                wk, fresh = self._records_status(text, u8, ws, we, old_len, new_len, prefix,
-                                                 suffix, c_ids, c_s, c_e, n, apply_now, cut_k,
-                                                 self.ea is not None)  # fmt: skip
-            res = wk.res.tolist()
-            if res[R_STATUS] == OK:
-                reason = _ok_reason(ws, we, new_len, widenings)
-                return Planned(True, res, widenings, reason, we - _encoded_from(res, ws), ws, fresh,
-                               self._apply)  # fmt: skip
+            if res is None:
+                res, fresh = self._window_slots(state, window_text, ws, we, old_len, new_len,
+                                                prefix, suffix, apply_now)  # fmt: skip
+                if res[R_STATUS] == OK:
+                    reason = _ok_reason(ws, we, new_len, widenings)
+                    return Planned(True, res, widenings, reason, we - _encoded_from(res, ws), ws,
+                                   fresh, self._apply)  # fmt: skip
             if res[R_WHY_KIND]:
                 why = _why(res)
             if widenings >= max_widenings:
@@ -929,6 +919,31 @@ class Planner:
             else:
                 widenings += 1
                 wr *= 2
+            res = None
+
+    def _window_slots(self, state, window_text, ws, we, old_len, new_len, prefix, suffix,
+                      apply_now) -> tuple[list, tuple]:  # fmt: skip
+        """One window of ``plan``, encoded and matched: (result slots, fresh records)."""
+        c_ids, c_s, c_e, n = state.ids, state.starts, state.ends, state.n
+        text = window_text(ws, we)
+        u8 = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        status = NEED_RECORDS
+        if self.sa is not None:
+            status, wk = self._sentencepiece_status(u8, ws, we, old_len, new_len, prefix, suffix,
+                                                    c_ids, c_s, c_e, n, apply_now)  # fmt: skip
+            fresh = (wk.f_ids, wk.f_s, wk.f_e)
+        elif self.ea is not None:
+            status, wk = self._engine_status(u8, len(text), ws, we, old_len, new_len, prefix,
+                                             suffix, c_ids, c_s, c_e, n, apply_now)  # fmt: skip
+            fresh = (wk.f_ids, wk.f_s, wk.f_e)
+        if status == NEED_RECORDS:
+            # plan_engine found the cut (if any) already, and that NFC changes the text
+            # from there (else it would have encoded the window itself)
+            cut_k = int(wk.res[R_CUT]) if self.ea is not None else -1
+            wk, fresh = self._records_status(text, u8, ws, we, old_len, new_len, prefix, suffix,
+                                             c_ids, c_s, c_e, n, apply_now, cut_k,
+                                             self.ea is not None)  # fmt: skip
+        return wk.res.tolist(), fresh
 
 
 def _encoded_from(res, ws: int) -> int:

@@ -37,7 +37,7 @@ def planned_path(self, state, session, delta, full_text, old_len, new_len, delta
     u8 = None if delta_u8 is None else old_part.encode("utf-8") + delta_u8
     found = self._planner.first_window(state, old_part + delta, ws, new_len,
                                        apply_now=not state.readers(), u8=u8)  # fmt: skip
-    if found is None:
+    if found is None or found[1] is None:
         return None
     plan = self._planner.first_window_plan(*found, ws, new_len)
     return self._commit_plan(state, session, plan, new_len - old_len, text_state, "appends")

@@ -31,7 +31,7 @@ def first_window(state, session, delta, full_text, old_len, new_len, delta_u8=No
     m.append(clock())
     found = planner.first_window(state, window_text, ws, new_len, apply_now=not state.readers())
     m.append(clock())
-    if found is None:  # no first-window splice: the session is unchanged, the protocol runs
+    if found is None or found[1] is None:  # no first-window splice: the protocol runs
         return None
     written = planner.written_splice(found[0], ws, new_len)
     if written is None:  # a result still reads the arrays: the splice is written now
