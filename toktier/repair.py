@@ -447,10 +447,8 @@ def plan(
                 return find_cut(rules, t, _codepoints(t), ws, prefix, c_s, c_e) is not None
 
             wl, k = widen_left(wl, prefix, has_cut)
-            widenings += k
         elif not left_ok:
-            widenings += 1
-            wl *= 2
+            wl, k = wl * 2, 1
         else:
-            widenings += 1
-            wr *= 2
+            wr, k = wr * 2, 1
+        widenings += k

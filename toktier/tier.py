@@ -471,8 +471,9 @@ class Tier:
 
         Otherwise nothing changed, and ``_repair`` runs the whole protocol: None when this
         tokenizer has no compiled window encode; the window's result slots when it was
-        encoded and gave no certified splice (``_repair`` widens from there).  ``delta_u8``: the delta's UTF-8 bytes
-        when its check produced them (non-ASCII), so only the old part is encoded here.
+        encoded and gave no certified splice (``_repair`` widens from there).  ``delta_u8``:
+        the delta's UTF-8 bytes when its check produced them (non-ASCII), so only the old
+        part is encoded here.
         """
         ws = old_len - self.window if old_len > self.window else 0
         if full_text is None:

@@ -912,13 +912,11 @@ class Planner:
                     return self._find_cut(self.ra, cps, cps.size, ws, prefix, c_s, c_e, n) >= 0
 
                 wl, k = widen_left(wl, prefix, has_cut)
-                widenings += k
             elif not res[R_LEFT_OK]:
-                widenings += 1
-                wl *= 2
+                wl, k = wl * 2, 1
             else:
-                widenings += 1
-                wr *= 2
+                wr, k = wr * 2, 1
+            widenings += k
             res = None
 
     def _window_slots(self, state, window_text, ws, we, old_len, new_len, prefix, suffix,
