@@ -181,6 +181,8 @@ def test_bad_input_leaves_state_unchanged():
         lambda: tier.append("s", b"bytes"),
         lambda: tier.append("s", "lone \ud800 surrogate"),
         lambda: tier.encode(PROSE + "\udfff", session="s"),
+        lambda: tier.encode(PROSE[:100] + "\ud800" + PROSE[101:], session="s"),  # an edit
+        lambda: tier.encode(PROSE[:100] + "é\ud800" + PROSE[100:], session="s"),
         lambda: tier.append(None, "x"),
         lambda: tier.append("", "x"),
     ):
@@ -190,6 +192,10 @@ def test_bad_input_leaves_state_unchanged():
     assert all((a == b).all() for a, b in zip(before, after, strict=True))
     with pytest.raises(UnknownSessionError, match="no live state"):
         tier.append("never-seen", "x")
+    # an edit checks only its changed middle (the rest equals the stored, checked text),
+    # and reports the surrogate at its index in the whole text
+    with pytest.raises(InvalidTextError, match="U\\+D800 at index 201"):
+        tier.encode(PROSE[:200] + "é\ud800" + PROSE[200:], session="s")
 
 
 @pytest.mark.parametrize("impl", ["compiled", "python"])

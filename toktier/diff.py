@@ -4,8 +4,9 @@ A front end resends the whole transcript; deciding how much of it a session
 already holds must not slice, join or re-encode the stored text.  These compiled
 loops read both Python strings in place (numba sees a ``str``'s own buffer, in
 whatever width CPython chose for it: 1, 2 or 4 bytes per character) and compare
-blocks with unsigned indices, which LLVM vectorizes: about 20 GB/s on one core,
-the speed of ``memcmp``, for equal and for mixed widths.
+blocks with unsigned indices, which LLVM vectorizes (mixed widths, ~1 character per
+ns), or, where both strings have one width, skip equal blocks with libc's ``memcmp``
+(5-17 GB/s on a 2-vCPU EPYC VM: 1M characters in 50-100 us at 1-2 bytes each).
 """
 
 from __future__ import annotations
@@ -14,13 +15,17 @@ from collections.abc import Sequence
 
 import numba
 import numpy as np
-from numba import uint64
+from numba import types, uint64
 
 from .engine import jit as _jit
 
 _jit.use_engine_cache()
 
 _BLOCK = 256
+_MEM_BLOCK = 2048  # bytes per libc memcmp call where both strs have one width
+# libc's memcmp (vectorized): ~2.5-4x the element loop's speed on 1- and 2-byte strs.  The
+# pointers pass as integers (the same registers as pointers in the C calling convention).
+_memcmp = types.ExternalFunction("memcmp", types.intc(types.uintp, types.uintp, types.uintp))
 
 
 @numba.njit(inline="always")
@@ -59,8 +64,28 @@ def _backward(x, xe, y, ye, n):
     return i
 
 
+@numba.njit(inline="always")
+def _bytes(s):
+    return numba.carray(s._data, len(s) * s._kind, np.uint8)
+
+
 @numba.njit(cache=True, nogil=True, boundscheck=False)
 def _str_forward(a, a0, b, b0, n):
+    ka = a._kind
+    kb = b._kind
+    if ka == kb and n * ka >= _MEM_BLOCK:  # skip equal blocks with memcmp, then the loop
+        pa = _bytes(a).ctypes.data + a0 * ka
+        pb = _bytes(b).ctypes.data + b0 * ka
+        i = 0
+        while i + _MEM_BLOCK <= n * ka and _memcmp(pa + i, pb + i, _MEM_BLOCK) == 0:
+            i += _MEM_BLOCK
+        i //= ka
+        return i + _str_forward_loop(a, a0 + i, b, b0 + i, n - i)
+    return _str_forward_loop(a, a0, b, b0, n)
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _str_forward_loop(a, a0, b, b0, n):
     ka = a._kind
     kb = b._kind
     if ka == 1:
@@ -87,6 +112,22 @@ def _str_forward(a, a0, b, b0, n):
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
 def _str_backward(a, ae, b, be, n):
+    ka = a._kind
+    kb = b._kind
+    if ka == kb and n * ka >= _MEM_BLOCK:  # skip equal blocks with memcmp, then the loop
+        pa = _bytes(a).ctypes.data + ae * ka
+        pb = _bytes(b).ctypes.data + be * ka
+        i = 0
+        while i + _MEM_BLOCK <= n * ka and _memcmp(pa - i - _MEM_BLOCK, pb - i - _MEM_BLOCK,
+                                                   _MEM_BLOCK) == 0:  # fmt: skip
+            i += _MEM_BLOCK
+        i //= ka
+        return i + _str_backward_loop(a, ae - i, b, be - i, n - i)
+    return _str_backward_loop(a, ae, b, be, n)
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _str_backward_loop(a, ae, b, be, n):
     ka = a._kind
     kb = b._kind
     if ka == 1:

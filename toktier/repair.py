@@ -96,6 +96,9 @@ class RepairRules:
         # Byte-level BPE: pieces never cross a stable pair, so one in the old text is a cut
         # (``find_cut``).  Not WordPiece (continuation tokens) nor SentencePiece ("▁" segments).
         self.cut_splice = tok.family not in ("wordpiece", "sentencepiece")
+        # An edit's right cut ends the encoded text there (end of input): the engine's cut
+        # rule, whose matrix leaves out whitespace on the left (``stability.cut_matrix``).
+        self.cut_stable = stability.cut_matrix(tok.family) if self.cut_splice else None
         self.continuation = None
         if tok.family == "wordpiece":
             vocab = tok.hf.get_vocab(with_added_tokens=True)
@@ -304,6 +307,60 @@ def find_cut(rules: RepairRules, window: str, window_cps: np.ndarray, ws: int, p
     return None
 
 
+def find_right_cut(rules: RepairRules, window: str, window_cps: np.ndarray, ws: int, we: int,
+                   new_len: int, right_start: int, c_s: np.ndarray, c_e: np.ndarray,
+                   shift: int) -> int | None:  # fmt: skip
+    """An edit's right cut: index of the first cached record where the new text may end.
+
+    A cached record ``k`` whose start ``q`` (new text: ``c_s[k] + shift``) has both
+    characters of its pair in the common suffix (``q - 1 >= right_start``) qualifies when
+    it is the first record of its character with nothing cached across it, the pair
+    ``(T[q-1], T[q])`` is a cut of the engine's rule (``cut_stable``: the stable pairs
+    without whitespace on the left), both characters are NFC-safe (NFC families), and no
+    added-token literal of the new text straddles ``q`` -- checked inside the window, so
+    ``q`` stays ``margin`` characters short of a window end that is not the text's.  The
+    old and the new text then split at ``q`` alike: the cached records from ``k`` on are
+    those of the shared ``T[q:]`` alone (the left cut's argument), and the new text's
+    records left of ``q`` are those of ``T[:q]`` encoded with ``q`` as its end -- the fact
+    the engine's parallel encode cuts on.  The new text is encoded from the left cut (or
+    the window's start) to ``q`` only: no run to match on the right, no margin.  A stable
+    pair with whitespace on the left is not enough: ``\\s+(?!\\S)`` looks one character
+    past it (``results/runs/append-path/right-cut-prototype-2026-11-29.md``).  None: no
+    such record in the window; the run protocol follows.
+    """
+    if not rules.cut_splice or right_start >= new_len:
+        return None
+    last = we - 1 if we >= new_len else we - rules.margin - 1  # the last usable q
+    kind = c_s.dtype.type
+    k0 = max(int(np.searchsorted(c_s, kind(right_start + 1 - shift), side="left")), 1)
+    k1 = int(np.searchsorted(c_s, kind(last - shift), side="right"))  # q <= last
+    if k1 <= k0:
+        return None
+    k = np.arange(k0, k1)
+    q_old = c_s[k].astype(np.int64)
+    ok = (c_s[k - 1] < q_old) & (c_e[k - 1] <= q_old)
+    q = q_old + shift
+    x = window_cps[q - 1 - ws]
+    y = window_cps[q - ws]
+    ok &= rules.cut_stable[rules.class_of[x], rules.class_of[y]]
+    if rules.nfc_unsafe is not None:
+        ok &= ~rules.nfc_unsafe[x] & ~rules.nfc_unsafe[y]
+    for i in np.flatnonzero(ok):
+        if not rules.straddles_literal(window, int(q[i]) - ws):
+            return int(k[i])
+    return None
+
+
+def widen_right(wr: int, right_start: int, new_len: int, has_cut) -> tuple[int, int]:
+    """``widen_left`` for an edit's right side: the first doubling whose window holds a
+    right cut (``has_cut(we)``, ``find_right_cut``) or reaches the text's end, and how many
+    doublings it counts.  A window with a right cut always splices on the right."""
+    k = 1
+    while (we := right_start + (wr << k)) < new_len and not has_cut(we):
+        k += 1
+    return wr << k, k
+
+
 def widen_left(wl: int, prefix: int, has_cut) -> tuple[int, int]:
     """The left side's next window width after a failed window, for a tokenizer with cut
     splices, and how many doublings it counts: the first doubling whose old text holds a
@@ -355,7 +412,7 @@ def plan(
     shift = new_len - old_len
     right_start = new_len - suffix  # first character of the common suffix in T
     wl = wr = window
-    widenings = 0
+    widenings = steps = 0  # doublings (reported); widening steps (the budget)
     why = ""
     while True:
         ws = max(0, prefix - wl)
@@ -364,7 +421,10 @@ def plan(
         cps = _codepoints(text)
         cut_k = find_cut(rules, text, cps, ws, prefix, c_s, c_e) if cut else None
         start = ws if cut_k is None else int(c_s[cut_k])  # the cut: encode the new text from it
-        f_ids, f_s, f_e = engine.encode(text[start - ws :])
+        rcut_k = (find_right_cut(rules, text, cps, ws, we, new_len, right_start, c_s, c_e, shift)
+                  if cut else None)  # fmt: skip
+        end = we if rcut_k is None else int(c_s[rcut_k]) + shift  # ... and to the right cut
+        f_ids, f_s, f_e = engine.encode(text[start - ws : end - ws])
         f_s = f_s + start
         f_e = f_e + start
         left_ok = right_ok = True
@@ -400,7 +460,9 @@ def plan(
                     fresh_from = fj0 + ffirst + (k - first)
                     b_left = int(c_s[ci0 + k])
         fresh_to, keep_right_from, b_right = len(f_ids), None, None
-        if left_ok and we < new_len:
+        if rcut_k is not None:  # every fresh record ends at or before the cut
+            keep_right_from, b_right = rcut_k, end
+        elif left_ok and we < new_len:
             right_ok = False
             lo, hi = right_start, we - rules.margin
             # cached records live in A's coordinates: find them there, shift only the slice
@@ -435,8 +497,8 @@ def plan(
                 reason = f"splice after {widenings} widening{'s' if widenings > 1 else ''}"
             if ws == 0 and we == new_len:
                 reason = "window covers the whole text"
-            return Attempt(splice, widenings, reason, we - start, (f_ids, f_s, f_e))
-        if widenings >= max_widenings:
+            return Attempt(splice, widenings, reason, end - start, (f_ids, f_s, f_e))
+        if steps >= max_widenings:
             return Attempt(
                 None, widenings, f"no certified splice after {widenings} widenings ({why})", we - ws
             )
@@ -449,6 +511,16 @@ def plan(
             wl, k = widen_left(wl, prefix, has_cut)
         elif not left_ok:
             wl, k = wl * 2, 1
+        elif cut and rules.cut_splice:
+
+            def has_right_cut(we, ws=ws):
+                t = window_text(ws, we)
+                found = find_right_cut(rules, t, _codepoints(t), ws, we, new_len, right_start,
+                                       c_s, c_e, shift)  # fmt: skip
+                return found is not None
+
+            wr, k = widen_right(wr, right_start, new_len, has_right_cut)
         else:
             wr, k = wr * 2, 1
         widenings += k
+        steps += 1

@@ -27,7 +27,7 @@ from .errors import SessionTokenizerMismatchError, UnknownSessionError
 from .registry import Tokenizer, load
 from .router import Route, Router
 from .store import DEFAULT_MAX_BYTES, SessionState, SessionStore
-from .textcheck import check_text, utf8_bytes
+from .textcheck import check_text, utf8_array, utf8_bytes
 from .verifier import DEFAULT_CPU_SHARE, DEFAULT_RATE, ShadowVerifier, check_cpu_share
 
 
@@ -319,10 +319,11 @@ class Tier:
                 delta = text[old_len:]
                 delta_u8 = None if delta.isascii() else utf8_bytes(delta)
                 return self._append(state, session, delta, text, delta_u8)
-            check_text(text)
             parts = state.text_parts()
             prefix = diff.common_prefix(parts, text)
             suffix = diff.common_suffix(parts, text, min(old_len, len(text)) - prefix)
+            if not text.isascii():  # only the changed middle can hold what the stored text cannot
+                utf8_array(text, "text", prefix, len(text) - suffix)
             return self._repair(state, session, old_len, len(text), prefix, suffix, text, None)
 
     def append(self, session: str, delta: str) -> Result:

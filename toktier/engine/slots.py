@@ -22,7 +22,8 @@ R_KEEP = 13  # leading IDs equal to the old sequence (>= keep_left)
 R_NEW_N = 14  # records after the splice
 R_APPLIED = 15  # 1: the splice was written into the session arrays by the same call
 R_CUT = 16  # cut splice: the cached record at the session's cut (``find_cut``); -1: none
-RES_SIZE = 17
+R_RCUT = 17  # an edit's right cut: the cached record it resumes at (``find_right_cut``); -1: none
+RES_SIZE = 18
 
 OK = 0
 FAILED = 1  # no certified splice in this window (widen)

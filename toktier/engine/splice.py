@@ -37,7 +37,7 @@ from numba.core import types as _types
 from numba.experimental import structref
 
 from ..families.classes import NFC_UNSAFE
-from ..repair import widen_left
+from ..repair import widen_left, widen_right
 from . import cpu
 from .cpu import _find_literals, _prepare, encode_range
 from .jit import BoundKernel as _Bound
@@ -60,6 +60,7 @@ from .slots import (
     R_LEFT_OK,
     R_N_FRESH,
     R_NEW_N,
+    R_RCUT,
     R_RIGHT_OK,
     R_RUN_LEN,
     R_STATUS,
@@ -115,6 +116,7 @@ class RepairArgs(NamedTuple):
     lit_child: np.ndarray
     lit_term: np.ndarray
     cut_splice: bool  # byte-level BPE: a stable pair in the old text is a cut (``find_cut``)
+    cut_stable: np.ndarray  # bool[k, k]: the engine's cut pairs, an edit's right cut (1x1 if none)
 
 
 class Workspace(NamedTuple):
@@ -379,12 +381,42 @@ def find_cut(ra, cps, nw, ws, prefix, c_s, c_e, n):
 
 
 @_jit
+def find_right_cut(ra, cps, nw, ws, we, new_len, right_start, c_s, c_e, n, shift):
+    """An edit's right cut (``repair.find_right_cut``): the first cached record ``k`` whose
+    start ``q`` (new text: ``c_s[k] + shift``) lies in ``[right_start + 1, last]``, begins its
+    character with nothing cached across it, and is a pair of the engine's cut rule,
+    NFC-safe, that no literal straddles in the new text; -1: none.  ``last`` keeps the
+    literal check inside the window.  The new text is then encoded up to ``q`` only and
+    the cached records from ``k`` on follow, shifted."""
+    if not ra.cut_splice or right_start >= new_len:
+        return -1
+    last = we - 1 if we >= new_len else we - ra.margin - 1
+    k = max(lower_bound(c_s, 0, n, right_start + 1 - shift), 1)
+    while k < n:
+        q0 = c_s[k]
+        q = q0 + shift
+        if q > last:
+            break
+        if c_s[k - 1] < q0 and c_e[k - 1] <= q0:
+            x = cps[q - 1 - ws]
+            y = cps[q - ws]
+            cut = ra.cut_stable[ra.class_of[x], ra.class_of[y]]
+            safe = not (ra.nfc and (ra.unsafe[x] or ra.unsafe[y]))
+            if cut and safe and not straddles_literal(cps, nw, q - ws, ra):
+                return k
+        k += 1
+    return -1
+
+
+@_jit
 def plan_core(ra, cps, nw, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
-              f_ids, f_s, f_e, nf, wk, cut_k):  # fmt: skip
+              f_ids, f_s, f_e, nf, wk, cut_k, rcut_k):  # fmt: skip
     """Match and certify one window; fresh records in window coordinates.  Fills ``wk.res``.
 
     ``cut_k`` >= 0 (``find_cut``): the fresh records were encoded from that cached record's
-    start, and the left side is the cut there (no run to match)."""
+    start, and the left side is the cut there (no run to match).  ``rcut_k`` >= 0
+    (``find_right_cut``): they were encoded up to that cached record's start (shifted),
+    and the right side is the cut there."""
     res = wk.res
     shift = new_len - old_len
     right_start = new_len - suffix
@@ -399,6 +431,7 @@ def plan_core(ra, cps, nw, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s,
     fresh_from = 0
     b_left = -1
     res[R_CUT] = cut_k
+    res[R_RCUT] = rcut_k
     if ws > 0 and cut_k >= 0:
         keep_left = cut_k
         b_left = c_s[cut_k]
@@ -428,7 +461,13 @@ def plan_core(ra, cps, nw, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s,
     fresh_to = nf
     keep_right = -1
     b_right = -1
-    if we < new_len:
+    if rcut_k >= 0:
+        keep_right = rcut_k
+        b_right = c_s[rcut_k] + shift
+        if nf > 0 and f_e[nf - 1] + ws > b_right:  # cannot happen: encoded up to the cut
+            res[R_RIGHT_OK] = 0
+            return
+    elif we < new_len:
         res[R_RIGHT_OK] = 0
         lo = right_start
         hi = we - ra.margin
@@ -508,21 +547,25 @@ def plan_engine(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n
     cps = wk.cps
     cut_k = find_cut(ra, cps, nw, ws, prefix, c_s, c_e, n)
     c0 = c_s[cut_k] - ws if cut_k >= 0 else 0  # encode from the cut: the old text before it stays
+    shift = new_len - old_len
+    rcut_k = find_right_cut(ra, cps, nw, ws, we, new_len, new_len - suffix, c_s, c_e, n, shift)
+    c1 = c_s[rcut_k] + shift - ws if rcut_k >= 0 else nw  # ... and up to an edit's right cut
     wk.res[R_CUT] = cut_k
+    wk.res[R_RCUT] = rcut_k
     if ea.nfc and not nfc_stable:
-        for i in range(c0, nw):
+        for i in range(c0, c1):
             if wk.fl[i] & NFC_UNSAFE:
                 wk.res[R_STATUS] = NEED_RECORDS
                 return NEED_RECORDS
     nlit = _find_literals(cps, nw, ea.f1, ea.k1, ea.c1, ea.t1, ea.f2, ea.k2, ea.c2, ea.t2,
                           ea.has2, wk.ls, wk.le, wk.lid)  # fmt: skip
     lit0 = lower_bound(wk.ls, 0, nlit, c0)
-    nf = encode_range(c0, nw, cps, wk.fl, ea.fold, ea.family, u8, wk.char_start, wk.ls, wk.le,
+    nf = encode_range(c0, c1, cps, wk.fl, ea.fold, ea.family, u8, wk.char_start, wk.ls, wk.le,
                       wk.lid, lit0, nlit, ea.bpe, wk.ends, wk.sym, wk.rank, wk.nxt, wk.prv,
                       wk.heap, ctx.cache, ctx.lcache, wk.f_ids, wk.f_s, wk.f_e, 0, True,
                       wk.ring, False)  # fmt: skip
     plan_core(ra, cps, nw, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
-              wk.f_ids, wk.f_s, wk.f_e, nf, wk, cut_k)  # fmt: skip
+              wk.f_ids, wk.f_s, wk.f_e, nf, wk, cut_k, rcut_k)  # fmt: skip
     apply_if_free(apply_now, c_ids, c_s, c_e, n, wk.f_ids, wk.f_s, wk.f_e, ws, new_len - old_len,
                   wk.res)  # fmt: skip
     return wk.res[R_STATUS]
@@ -543,18 +586,19 @@ def plan_sentencepiece(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s,
                    sa.bpe, wk.sym, wk.rank, wk.nxt, wk.prv, wk.heap, cache, True, wk.f_ids, wk.f_s,
                    wk.f_e, 0)  # fmt: skip
     plan_core(ra, wk.cps, nw, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
-              wk.f_ids, wk.f_s, wk.f_e, nf, wk, -1)  # fmt: skip
+              wk.f_ids, wk.f_s, wk.f_e, nf, wk, -1, -1)  # fmt: skip
     apply_if_free(apply_now, c_ids, c_s, c_e, n, wk.f_ids, wk.f_s, wk.f_e, ws, new_len - old_len,
                   wk.res)  # fmt: skip
 
 
 @_jit_nrt
 def plan_records(cps, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n, f_ids, f_s,
-                 f_e, ra, wk, apply_now, cut_k):  # fmt: skip
+                 f_e, ra, wk, apply_now, cut_k, rcut_k):  # fmt: skip
     """Plan the splice for fresh records the caller encoded (window coordinates; from the
-    start of cached record ``cut_k`` when it is >= 0, ``find_cut``)."""
+    start of cached record ``cut_k`` when it is >= 0, ``find_cut``, and up to the shifted
+    start of ``rcut_k`` when it is >= 0, ``find_right_cut``)."""
     plan_core(ra, cps, cps.size, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
-              f_ids, f_s, f_e, f_ids.size, wk, cut_k)  # fmt: skip
+              f_ids, f_s, f_e, f_ids.size, wk, cut_k, rcut_k)  # fmt: skip
     apply_if_free(apply_now, c_ids, c_s, c_e, n, f_ids, f_s, f_e, ws, new_len - old_len, wk.res)
 
 
@@ -624,6 +668,9 @@ def repair_args(tok, rules) -> RepairArgs:
         lit_child=trie.child,
         lit_term=trie.term,
         cut_splice=bool(rules.cut_splice),
+        cut_stable=np.ascontiguousarray(
+            rules.cut_stable if rules.cut_stable is not None else np.zeros((1, 1), dtype=bool)
+        ),
     )
 
 
@@ -683,6 +730,7 @@ class Planner:
         self._plan_engine = _Bound(plan_engine)
         self._plan_records = _Bound(plan_records)
         self._find_cut = _Bound(find_cut)
+        self._find_right_cut = _Bound(find_right_cut)
         self._apply = _Bound(apply)
         self._apply_if_free = _Bound(apply_if_free)
 
@@ -702,8 +750,9 @@ class Planner:
             local.ctx = WindowContext(self.ea, self.ra, *self.engine._cache(), wk)
         return local.ctx, wk
 
-    def _nfc_stable_from_cut(self, wk: Workspace, nw: int, c_s, ws: int) -> bool:
-        """Does the reference's NFC leave the window's text from the cut unchanged?
+    def _nfc_stable_from_cut(self, wk: Workspace, nw: int, c_s, ws: int, shift: int = 0) -> bool:
+        """Does the reference's NFC leave the window's text from the cut (to an edit's right
+        cut) unchanged?
 
         ``plan_engine`` left the window's code points and flags in ``wk``.  One
         normalizer call over the NFC stretches around its unsafe characters
@@ -713,12 +762,14 @@ class Planner:
         """
         cut_k = int(wk.res[R_CUT])
         c0 = int(c_s[cut_k]) - ws if cut_k >= 0 else 0
+        rcut_k = int(wk.res[R_RCUT])  # (planned, not written: the arrays are as they were)
+        c1 = int(c_s[rcut_k]) + shift - ws if rcut_k >= 0 else nw
         normalize = self.engine.tokenizer.hf.normalizer.normalize_str
-        found = cpu.nfc_stretch_changes(normalize, wk.cps[c0:nw], wk.fl[c0:nw])
+        found = cpu.nfc_stretch_changes(normalize, wk.cps[c0:c1], wk.fl[c0:c1])
         if not found[2].any():
             return True
         # the same stretches of the same text, for the segmented path (``_records_status``)
-        self._local.nfc_found = (c0, nw - c0, found)
+        self._local.nfc_found = (c0, c1 - c0, found)
         return False
 
     def _engine_status(self, u8, nchars, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s,
@@ -733,34 +784,40 @@ class Planner:
         ctx, wk = self._context(u8.size)
         args = (u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n, ctx, apply_now)
         status = self._plan_engine(*args, False)
-        if status == NEED_RECORDS and self._nfc_stable_from_cut(wk, nchars, c_s, ws):
+        if status == NEED_RECORDS and self._nfc_stable_from_cut(wk, nchars, c_s, ws,
+                                                                new_len - old_len):  # fmt: skip
             status = self._plan_engine(*args, True)
         return status, wk
 
     def _records_status(self, text, u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s,
-                        c_e, n, apply_now, cut_k, nfc_changed):  # fmt: skip
+                        c_e, n, apply_now, cut_k, rcut_k, nfc_changed):  # fmt: skip
         """The window's records encoded outside the compiled call (by the engine's
         segmented path where NFC changes the text from the cut, ``nfc_changed``; by the
         reference-side engine for WordPiece), then matched by ``plan_records``:
         (workspace with the result slots, fresh records)."""
         cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-        if cut_k < 0 and self.ea is None and self.ra.cut_splice:
+        shift = new_len - old_len
+        if self.ea is None and self.ra.cut_splice:  # (no family takes this path today)
             cut_k = int(self._find_cut(self.ra, cps, cps.size, ws, prefix, c_s, c_e, n))
+            rcut_k = int(self._find_right_cut(self.ra, cps, cps.size, ws, we, new_len,
+                                              new_len - suffix, c_s, c_e, n, shift))  # fmt: skip
         c0 = int(c_s[cut_k]) - ws if cut_k >= 0 else 0
+        c1 = int(c_s[rcut_k]) + shift - ws if rcut_k >= 0 else cps.size
         found, self._local.nfc_found = getattr(self._local, "nfc_found", None), None
         if nfc_changed:
             # the planner's NFC check of this very text from this cut, if it made one
-            same = found is not None and found[:2] == (c0, cps.size - c0)
-            f_ids, f_s, f_e = self.engine.encode_nfc_changed(text[c0:], found[2] if same else None)
+            same = found is not None and found[:2] == (c0, c1 - c0)
+            f_ids, f_s, f_e = self.engine.encode_nfc_changed(text[c0:c1],
+                                                             found[2] if same else None)  # fmt: skip
         else:
-            f_ids, f_s, f_e = self.engine.encode(text[c0:])
+            f_ids, f_s, f_e = self.engine.encode(text[c0:c1])
         # one dtype for fresh records on every path (one compiled specialization)
         f_ids = f_ids.astype(np.int64)
         f_s = f_s.astype(np.int64) + c0
         f_e = f_e.astype(np.int64) + c0
         wk = self._workspace(max(u8.size, len(f_ids)))
         self._plan_records(cps, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
-                           f_ids, f_s, f_e, self.ra, wk, apply_now, cut_k)  # fmt: skip
+                           f_ids, f_s, f_e, self.ra, wk, apply_now, cut_k, rcut_k)  # fmt: skip
         return wk, (f_ids, f_s, f_e)
 
     def _sentencepiece_status(self, u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s,
@@ -803,7 +860,8 @@ class Planner:
                 if res[R_APPLIED] == 1 or not apply_now:
                     return res, (wk.f_ids, wk.f_s, wk.f_e)
                 return self._grow_and_apply(state, wk, (wk.f_ids, wk.f_s, wk.f_e), ws, new_len)
-            if status == NEED_RECORDS and self._nfc_stable_from_cut(wk, len(window_text), c_s, ws):
+            if status == NEED_RECORDS and self._nfc_stable_from_cut(wk, len(window_text), c_s,
+                                                                    ws):  # fmt: skip
                 status = self._plan_engine(u8, ws, new_len, old_len, new_len, old_len, 0,
                                            state.ids, c_s, state.ends, state.n, ctx, apply_now,
                                            True)  # fmt: skip
@@ -819,7 +877,8 @@ class Planner:
             # segmented path, here, instead of ``plan`` encoding the window once more first
             wk, fresh = self._records_status(window_text, u8, ws, new_len, old_len, new_len,
                                              old_len, 0, state.ids, state.starts, state.ends,
-                                             state.n, apply_now, int(wk.res[R_CUT]), True)  # fmt: skip
+                                             state.n, apply_now, int(wk.res[R_CUT]), -1,
+                                             True)  # fmt: skip
             status = int(wk.res[R_STATUS])
         if status != OK:
             return wk.res.tolist(), None
@@ -856,6 +915,8 @@ class Planner:
         if self.ra.cut_splice:  # and the widening's probe for a cut (``plan``, ``widen_left``)
             cps = np.frombuffer("ab".encode("utf-32-le"), dtype=np.uint32)
             self._find_cut(self.ra, cps, cps.size, 0, 0, state.starts, state.ends, state.n)
+            self._find_right_cut(self.ra, cps, cps.size, 0, 2, 2, 2, state.starts, state.ends,
+                                 state.n, 0)  # fmt: skip
 
     def first_window_plan(self, res: list, fresh: tuple, ws: int, new_len: int) -> Planned:
         """``first_window``'s splice as a ``Planned`` (to write it, when the call did not)."""
@@ -887,7 +948,7 @@ class Planner:
         c_s, c_e, n = state.starts, state.ends, state.n
         right_start = new_len - suffix
         wl = wr = window
-        widenings = 0
+        widenings = steps = 0  # doublings (reported); widening steps (the budget)
         why = ""
         res = failed_first
         while True:
@@ -898,11 +959,12 @@ class Planner:
                                                 prefix, suffix, apply_now)  # fmt: skip
                 if res[R_STATUS] == OK:
                     reason = _ok_reason(ws, we, new_len, widenings)
-                    return Planned(True, res, widenings, reason, we - _encoded_from(res, ws), ws,
-                                   fresh, self._apply)  # fmt: skip
+                    chars = _encoded_to(res, we) - _encoded_from(res, ws)
+                    return Planned(True, res, widenings, reason, chars, ws, fresh,
+                                   self._apply)  # fmt: skip
             if res[R_WHY_KIND]:
                 why = _why(res)
-            if widenings >= max_widenings:
+            if steps >= max_widenings:
                 reason = f"no certified splice after {widenings} widenings ({why})"
                 return Planned(False, res, widenings, reason, we - ws, ws, None, self._apply)
             if not res[R_LEFT_OK] and self.ra.cut_splice:
@@ -914,9 +976,19 @@ class Planner:
                 wl, k = widen_left(wl, prefix, has_cut)
             elif not res[R_LEFT_OK]:
                 wl, k = wl * 2, 1
+            elif self.ra.cut_splice:
+
+                def has_right_cut(we, ws=ws):
+                    cps = np.frombuffer(window_text(ws, we).encode("utf-32-le"), dtype=np.uint32)
+                    return self._find_right_cut(self.ra, cps, cps.size, ws, we, new_len,
+                                                right_start, c_s, c_e, n,
+                                                new_len - old_len) >= 0  # fmt: skip
+
+                wr, k = widen_right(wr, right_start, new_len, has_right_cut)
             else:
                 wr, k = wr * 2, 1
             widenings += k
+            steps += 1
             res = None
 
     def _window_slots(self, state, window_text, ws, we, old_len, new_len, prefix, suffix,
@@ -938,8 +1010,9 @@ class Planner:
             # plan_engine found the cut (if any) already, and that NFC changes the text
             # from there (else it would have encoded the window itself)
             cut_k = int(wk.res[R_CUT]) if self.ea is not None else -1
+            rcut_k = int(wk.res[R_RCUT]) if self.ea is not None else -1
             wk, fresh = self._records_status(text, u8, ws, we, old_len, new_len, prefix, suffix,
-                                             c_ids, c_s, c_e, n, apply_now, cut_k,
+                                             c_ids, c_s, c_e, n, apply_now, cut_k, rcut_k,
                                              self.ea is not None)  # fmt: skip
         return wk.res.tolist(), fresh
 
@@ -947,6 +1020,11 @@ class Planner:
 def _encoded_from(res, ws: int) -> int:
     """Where a plan's window encode started: the cut splice's point, else the window's start."""
     return int(res[R_B_LEFT]) if res[R_CUT] >= 0 else ws
+
+
+def _encoded_to(res, we: int) -> int:
+    """Where a plan's window encode ended: an edit's right cut, else the window's end."""
+    return int(res[R_B_RIGHT]) if res[R_RCUT] >= 0 else we
 
 
 def _ok_reason(ws: int, we: int, new_len: int, widenings: int) -> str:
