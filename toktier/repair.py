@@ -13,7 +13,10 @@ changed region, ``T[ws:we]``, and joins it to the cached records:
    pre-tokenizer restarts whatever the left context and its pieces right of ``q`` are
    those of ``T[q:]`` alone (the certificate-level oracle checks both for every pair;
    the engine's parallel cuts rest on the same fact), and BPE never joins two pieces.
-   Otherwise (no such pair, WordPiece, SentencePiece) the run protocol below.
+   Otherwise (no such pair, WordPiece, SentencePiece) the run protocol below.  An
+   edit's right side is cut the same way (``find_right_cut``): at the first cached
+   record in the common suffix that is a cut of the engine's rule, the new text's
+   encode ends and the cached records from there follow, shifted.
 1. **Match.**  Fresh and cached records that lie wholly inside a search region
    (outside the added-literal margin of the window edge) are keyed by
    ``(start, end, ordinal among records with that start, id)``; the longest run of
@@ -31,11 +34,13 @@ changed region, ``T[ws:we]``, and joins it to the cached records:
    ``p2`` in the common suffix, then the cached records from there, shifted).
 4. Otherwise widen the failing side ×2 and retry, at most ``max_widenings``
    times; then give up (the caller encodes the full text).  A miss costs time,
-   never IDs.  With cut splices the left side's windows grow straight to the
-   first doubling that holds a cut, without a budget (``widen_left``).
+   never IDs.  With cut splices a failing side grows straight to the first
+   doubling that holds a cut (``widen_left``, ``widen_right``), one step of the
+   budget however many doublings it passes.
 
 Work per append is O(Δ + w): the window encode (from the cut: O(Δ) plus a few characters), a few numpy passes over the
-window's records, and an in-place write of the new tail.
+window's records, and an in-place write of the new tail.  An edit between two cuts encodes
+its changed characters and a few around them.
 
 This module is the readable reference implementation.  ``Tier`` serves requests
 with ``engine.splice``, the same protocol compiled (identical splices, checked by

@@ -183,10 +183,12 @@ class Tier:
     ``window``: characters of old text a change may reach back into: the cut is searched
     there, and without one they are encoded with the change (None: the tokenizer's
     ``repair.default_window``, the certificate's minimum plus a little play; 318 for
-    llama3); a window that does not certify is doubled, ``max_widenings`` times (0: never;
-    with cut splices the old text's side doubles until it holds a cut, ``repair.widen_left``).
-    ``cut_splice``: take the cut splice where the old text offers one (``repair.find_cut``;
-    the default); False runs the paper's window-and-run protocol alone (for comparisons).
+    llama3); a window that does not certify is widened, at most ``max_widenings`` steps
+    (0: never); a step doubles it, or with cut splices jumps to the first doubling that
+    holds a cut (``repair.widen_left``, ``repair.widen_right``).
+    ``cut_splice``: take the cut splice where the old text offers one (``repair.find_cut``,
+    and an edit's right cut, ``repair.find_right_cut``; the default); False runs the
+    paper's window-and-run protocol alone (for comparisons).
     ``max_bytes``: the memory budget of session state, 2 GiB by default (least recently
     used sessions are evicted beyond it; ``stats()`` counts them; None: no budget).
     Bad arguments raise ``TypeError`` / ``ValueError`` here, not in a later request.

@@ -69,7 +69,7 @@ stages = {
     "encode_range (from the cut)": encode,
     "plan_core (match, certificate, keep)": lambda: S.plan_core(
         ra, wk.cps, nw, ws, new_len, old_len, new_len, old_len, 0, *rec, wk.f_ids, wk.f_s,
-        wk.f_e, nf, wk, cut_k),
+        wk.f_e, nf, wk, cut_k, -1),
     "plan_engine (all of it, not applied)": lambda: S.plan_engine(
         u8, ws, new_len, old_len, new_len, old_len, 0, *rec, ctx, False, False),
 }  # fmt: skip
