@@ -758,3 +758,23 @@ def test_an_edit_inside_a_long_run_splices_past_it(name):
     assert len(prose) - 200 < left <= len(prose) and len(prose) + len(run) + 1 <= right
     assert right < len(prose) + len(run) + 200
     _verified(tok, text, r.boundaries)
+
+
+def test_an_edit_on_an_engine_without_a_compiled_window_is_cut_too():
+    """A byte-level tokenizer served by the reference engine: the compiled planner encodes
+    windows outside (``plan_records``) and finds both cuts itself; same splice as the Python
+    plan, reference IDs, an encode of the change and a few characters."""
+    tok = toktier.load("llama3")
+    engine = toktier.engine.ReferenceEngine(tok)
+    pair = _tiers(tok, engine=engine)
+    assert pair[0]._planner is not None and pair[0]._planner.ea is None
+    text = PROSE * 2
+    for t in pair:
+        t.encode(text, session="ref")
+    at = 1500
+    text = text[:at] + "an inserted clause, " + text[at:]
+    got = [t.encode(text, session="ref") for t in pair]
+    _same_result(*got, text, tok)
+    left, right = got[0].boundaries
+    assert left <= at and right >= at + 20 and got[0].window_chars < 60
+    _verified(tok, text, got[0].boundaries)

@@ -797,7 +797,7 @@ class Planner:
         (workspace with the result slots, fresh records)."""
         cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
         shift = new_len - old_len
-        if self.ea is None and self.ra.cut_splice:  # (no family takes this path today)
+        if self.ea is None and self.ra.cut_splice:  # a byte-level family on another engine
             cut_k = int(self._find_cut(self.ra, cps, cps.size, ws, prefix, c_s, c_e, n))
             rcut_k = int(self._find_right_cut(self.ra, cps, cps.size, ws, we, new_len,
                                               new_len - suffix, c_s, c_e, n, shift))  # fmt: skip
