@@ -402,6 +402,12 @@ def test_compare_runs_judges_verdicts_and_method_order(tmp_path):
     assert by[("repair-latency.csv", "ordering")].agree is False
     md = (tmp_path / "same" / "comparison.md").read_text()
     assert "2 of 2 comparable checks agree" in md
+    # through the CLI, as the workflow's last rule calls it: the run is a folder (an input,
+    # not an output path), exit 0 when every check agrees and 1 when one does not
+    from toktier.cli import main
+
+    assert main(["compare-runs", str(tmp_path / "same"), "--evidence", str(evidence)]) == 0
+    assert main(["compare-runs", str(tmp_path / "worse"), "--evidence", str(evidence)]) == 1
 
 
 def test_capacity_ratios_compare_the_tier_with_peers_on_the_same_cores():

@@ -458,7 +458,7 @@ def _cmd_gpu_report(args) -> int:
 def _cmd_compare_runs(args) -> int:
     from .bench.compare import write_comparison
 
-    run, evidence = Path(args.run), Path(args.evidence)
+    run, evidence = Path(args.tree), Path(args.evidence)
     if not (run / "tables").is_dir():
         raise ToktierError(f"{run}/tables: no results tree there (run the workflow first)")
     if not (evidence / "tables").is_dir():
@@ -784,7 +784,8 @@ def build_parser() -> argparse.ArgumentParser:
         "compare-runs",
         help="your run vs ours: exactness verdicts and method orderings against the evidence",
     )
-    s.add_argument("run", help="a results tree, e.g. results/kick-the-tires")
+    # an input folder: not named ``run``, the output-path check's name for a record file
+    s.add_argument("tree", metavar="run", help="a results tree, e.g. results/kick-the-tires")
     s.add_argument("--evidence", default="results", help="the committed results tree")
     s.set_defaults(func=_cmd_compare_runs)
 
