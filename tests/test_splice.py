@@ -377,6 +377,17 @@ def test_in_region_matches_the_python_plan(steps, bounds):
 _ALPHABET = st.sampled_from(["a", "b", " ", "é", "€", "\u0301", "😀", "\U0010ffff"])
 
 
+def _check_common_prefix_and_suffix(old, new, parts):
+    """``diff``'s common prefix and suffix of ``"".join(parts)`` (= ``old``) and ``new`` are
+    equal stretches that cannot be extended."""
+    p = diff.common_prefix(parts, new)
+    assert old[:p] == new[:p] and (p == min(len(old), len(new)) or old[p] != new[p])
+    limit = min(len(old), len(new)) - p
+    s = diff.common_suffix(parts, new, limit)
+    assert s <= limit and old[len(old) - s :] == new[len(new) - s :]
+    assert s == limit or old[len(old) - s - 1] != new[len(new) - s - 1]
+
+
 @given(
     old=st.lists(_ALPHABET, max_size=700).map("".join),
     new=st.lists(_ALPHABET, max_size=700).map("".join),
@@ -386,12 +397,7 @@ _ALPHABET = st.sampled_from(["a", "b", " ", "é", "€", "\u0301", "😀", "\U00
 def test_common_prefix_and_suffix_in_every_width(old, new, cut, keep):
     new = old[: keep % (len(old) + 1)] + new  # share a prefix often
     parts = (old[: cut % (len(old) + 1)], old[cut % (len(old) + 1) :])
-    p = diff.common_prefix(parts, new)
-    assert old[:p] == new[:p] and (p == min(len(old), len(new)) or old[p] != new[p])
-    limit = min(len(old), len(new)) - p
-    s = diff.common_suffix(parts, new, limit)
-    assert s <= limit and old[len(old) - s :] == new[len(new) - s :]
-    assert s == limit or old[len(old) - s - 1] != new[len(new) - s - 1]
+    _check_common_prefix_and_suffix(old, new, parts)
 
 
 @given(
@@ -410,12 +416,7 @@ def test_common_prefix_and_suffix_of_long_texts(unit, repeat, at, cut, ins, drop
     new = old[:at] + ins + old[at + drop :]
     cut %= len(old) + 1
     parts = (old[:cut], old[cut:])
-    p = diff.common_prefix(parts, new)
-    assert old[:p] == new[:p] and (p == min(len(old), len(new)) or old[p] != new[p])
-    limit = min(len(old), len(new)) - p
-    s = diff.common_suffix(parts, new, limit)
-    assert s <= limit and old[len(old) - s :] == new[len(new) - s :]
-    assert s == limit or old[len(old) - s - 1] != new[len(new) - s - 1]
+    _check_common_prefix_and_suffix(old, new, parts)
 
 
 def test_common_ids():
