@@ -1,7 +1,17 @@
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as hs
 
-from toktier.store import TEXT_CHUNK_FROZEN, SessionState, SessionStore, seed_capacity
+from toktier.store import (
+    _FROZEN_LEVEL,
+    _MAX_OPEN_CHUNKS,
+    TEXT_CHUNK_FROZEN,
+    SessionState,
+    SessionStore,
+    _chunk_level,
+    seed_capacity,
+)
 
 
 def _state(name="s", n=10, text="abcdefghij"):
@@ -58,12 +68,74 @@ def test_a_long_text_is_never_copied_whole_by_an_append():
         st.commit_replace_tail(st.n, np.zeros(0, np.uint32), np.zeros(0), np.zeros(0), piece)
         full += piece
         assert st._chunks[0] is seed
-    assert len(st._chunks) <= len(full) // TEXT_CHUNK_FROZEN + 2 * np.log2(TEXT_CHUNK_FROZEN) + 2
-    assert all(len(a) >= TEXT_CHUNK_FROZEN for a in st._chunks[:-20])
+    assert len(st._chunks) <= len(full) // TEXT_CHUNK_FROZEN + _MAX_OPEN_CHUNKS
+    assert all(len(a) >= TEXT_CHUNK_FROZEN for a in st._chunks[:-_MAX_OPEN_CHUNKS])
     for n in (1, 1000, TEXT_CHUNK_FROZEN + 5, len(full)):
         assert st.tail(n) == full[-n:]
     assert st.is_prefix_of(full + "z") and not st.is_prefix_of(full[:-1] + "?")
     assert st.text() == full
+
+
+def _append_text(st, piece):
+    st.commit_replace_tail(st.n, np.zeros(0, np.uint32), np.zeros(0), np.zeros(0), piece)
+
+
+def _check_chunk_shape(chunks):
+    """Chunks below TEXT_CHUNK_FROZEN only at the end, their levels non-increasing, fewer
+    than four of a level (so at most _MAX_OPEN_CHUNKS of them)."""
+    open_from = len(chunks)
+    while open_from and len(chunks[open_from - 1]) < TEXT_CHUNK_FROZEN:
+        open_from -= 1
+    assert all(len(c) >= TEXT_CHUNK_FROZEN for c in chunks[:open_from])
+    levels = [_chunk_level(len(c)) for c in chunks[open_from:]]
+    assert levels == sorted(levels, reverse=True)
+    assert all(levels.count(v) < 4 for v in levels)
+    assert len(levels) <= _MAX_OPEN_CHUNKS
+
+
+def test_chunk_levels_match_the_frozen_size():
+    assert _chunk_level(TEXT_CHUNK_FROZEN) == _FROZEN_LEVEL
+    assert _chunk_level(TEXT_CHUNK_FROZEN - 1) == _FROZEN_LEVEL - 1
+    assert [_chunk_level(n) for n in (1, 3, 4, 15, 16, 1100)] == [0, 0, 1, 1, 2, 5]
+
+
+@given(hs.lists(hs.one_of(hs.integers(1, 40), hs.integers(1, 5000),
+                          hs.integers(TEXT_CHUNK_FROZEN - 10, TEXT_CHUNK_FROZEN + 10)),
+                min_size=1, max_size=120),
+       hs.integers(0, 3 * TEXT_CHUNK_FROZEN))  # fmt: skip
+def test_chunks_hold_the_text_in_a_bounded_shape(sizes, seed_len):
+    """Any sequence of append sizes (tiny, typical, around the frozen size) after any seed:
+    the chunks join to the text, the tail and prefix checks are exact, and the shape holds."""
+    seed = "s" * seed_len
+    st = _state(text=seed)
+    full = seed
+    for i, n in enumerate(sizes):
+        piece = chr(97 + i % 26) * n
+        _append_text(st, piece)
+        full += piece
+        _check_chunk_shape(st._chunks)
+    assert "".join(st._chunks) == full and st.text_length == len(full)
+    assert st._text_nbytes == sum(__import__("sys").getsizeof(c) for c in st._chunks)
+    for n in (1, 400, 5000):
+        assert st.tail(n) == full[-n:]
+    assert st.is_prefix_of(full + "z") and not st.is_prefix_of(full[:-1] + "?")
+
+
+def test_typical_appends_mostly_copy_no_text():
+    """The workload's appends (1,100 characters after a 48K seed): three in four copy no
+    text, and the rest copy about two characters per appended one (the old rule, merge
+    two while the last is half the previous, copied on most appends, ~7 per character)."""
+    st = _state(text="x" * 48_000)
+    copied, quiet = 0, 0
+    for i in range(400):
+        piece = chr(97 + i % 26) * 1100
+        before = {id(c) for c in st._chunks}
+        _append_text(st, piece)
+        fresh = sum(len(c) for c in st._chunks if id(c) not in before and c is not piece)
+        copied += fresh
+        quiet += fresh == 0
+    assert quiet >= 0.7 * 400
+    assert copied <= 3 * 400 * 1100
 
 
 def test_edit_shifts_the_right_records():

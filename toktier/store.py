@@ -1,6 +1,6 @@
 """SessionStore: per-session text and token records, updated in place, with TTL and a byte cap.
 
-Each session keeps its text (as chunks, merged geometrically up to
+Each session keeps its text (as chunks, merged four at a time by size level up to
 ``TEXT_CHUNK_FROZEN`` characters, so an append copies O(Δ log) characters
 amortized and a bounded number at worst, never the whole context; a full-text
 request simply keeps the caller's string) and its token records -- id,
@@ -37,6 +37,8 @@ ID_DTYPE = np.uint32
 DEFAULT_MAX_BYTES = 2 << 30  # a default Tier's memory budget for session state
 _SWEEP_PER_CALL = 8  # stale sessions a get/put drops at most (amortized expiry)
 TEXT_CHUNK_FROZEN = 1 << 16  # characters: a text chunk this long is never merged again
+_FROZEN_LEVEL = 8  # ``_chunk_level(TEXT_CHUNK_FROZEN)``: 4 ** 8 characters
+_MAX_OPEN_CHUNKS = 3 * _FROZEN_LEVEL  # chunks below TEXT_CHUNK_FROZEN after an append, at most
 SPAN_DTYPE = np.int32  # character offsets; sessions stay below 2**31 characters
 _MIN_CAPACITY = 256
 # A seeded session's arrays get this much room past its records (1/16 of them + 256), so
@@ -45,6 +47,11 @@ _MIN_CAPACITY = 256
 # 7-10% of the mean append and 13% of its P90: results/runs/append-path/).
 _SEED_HEADROOM_SHIFT = 4
 _SEED_HEADROOM_MIN = 256
+
+
+def _chunk_level(n: int) -> int:
+    """A text chunk's merge level: floor(log4(n)) (n >= 1)."""
+    return (n.bit_length() - 1) >> 1
 
 
 def seed_capacity(n: int) -> int:
@@ -223,18 +230,33 @@ class SessionState:
             return self._chunks, self._text_nbytes
         chunks = [*self._chunks, appended]
         size = self._text_nbytes + sys.getsizeof(appended)
-        # Merge while the last chunk is at least half the one before it: chunk sizes stay
-        # geometric, so the chunks below TEXT_CHUNK_FROZEN are O(log) many and each
-        # character is copied O(log) times.  A chunk of TEXT_CHUNK_FROZEN characters or
-        # more is never merged again, so no append copies more than a few of them (without
-        # the bound, one append in a while copied the whole context: 2.8M characters,
-        # ~1 ms, at 1M + 2,000 appends); the cost is N / TEXT_CHUNK_FROZEN more chunks.
-        while (len(chunks) > 1 and len(chunks[-2]) < TEXT_CHUNK_FROZEN
-               and 2 * len(chunks[-1]) >= len(chunks[-2])):  # fmt: skip
-            last = chunks.pop()
-            size -= sys.getsizeof(last) + sys.getsizeof(chunks[-1])
-            chunks[-1] = chunks[-1] + last
-            size += sys.getsizeof(chunks[-1])
+        # Chunks merge by size level (``_chunk_level``: powers of 4 characters), as a
+        # counter in base 4: four trailing chunks of one level become one chunk of the
+        # next, and a chunk is never left before a longer-level one (it joins it).  So
+        # each character is copied about once per level it climbs (two or three times
+        # for the workload's ~1.1K-character appends), three appends in four copy
+        # nothing, and at most 3 chunks per level stay below TEXT_CHUNK_FROZEN
+        # (``_MAX_OPEN_CHUNKS``).  The merge-two-while-the-last-is-half-the-previous rule
+        # before it copied each character ~7 times and merged on most appends (~10% of
+        # the mean append at 48K: results/runs/append-path/chunk-levels-2026-11-29.md).
+        # A chunk of TEXT_CHUNK_FROZEN (4 ** 8) characters or more is never merged again,
+        # so no append copies more than a few of them (without the bound, one append in a
+        # while copied the whole context: 2.8M characters, ~1 ms, at 1M + 2,000 appends);
+        # the cost is N / TEXT_CHUNK_FROZEN more chunks.
+        while len(chunks) > 1:
+            level = _chunk_level(len(chunks[-1]))
+            prev = len(chunks[-2])
+            if prev < TEXT_CHUNK_FROZEN and _chunk_level(prev) < level:
+                k = 2
+            elif (level < _FROZEN_LEVEL and len(chunks) >= 4 and _chunk_level(prev) == level
+                  and _chunk_level(len(chunks[-3])) == level
+                  and _chunk_level(len(chunks[-4])) == level):  # fmt: skip
+                k = 4
+            else:
+                break
+            merged = "".join(chunks[-k:])
+            size += sys.getsizeof(merged) - sum(sys.getsizeof(c) for c in chunks[-k:])
+            chunks[-k:] = [merged]
         return chunks, size
 
     def next_text(self, *, appended: str | None = None, text: str | None = None):
