@@ -195,7 +195,7 @@ def test_held_results_survive_later_splices(name):
 @pytest.mark.parametrize("name", ["llama3", "qwen3", "mistral-sp-v3"])
 def test_written_and_held_first_window_answers_agree(name, monkeypatch):
     """An append whose splice the compiled call wrote is answered from the result slots
-    (``Tier._first_window``); one made while an earlier result still reads the arrays
+    (``Tier._append``); one made while an earlier result still reads the arrays
     goes through a ``Planned`` (``first_window_plan``) and is written afterwards.  Both
     must give the same answer -- route, reason, kept prefix, new IDs, boundaries, window
     -- and each path must really have been taken."""
@@ -561,7 +561,8 @@ def test_nfc_unsafe_appends_take_the_engine_when_nfc_leaves_them_alone(name, mon
 @pytest.mark.parametrize("name", ["llama3", "qwen3", "mistral-sp-v3", "bert-uncased"])
 def test_first_window_appends_take_one_compiled_call(name, monkeypatch):
     """An append (or a full-text continuation) that splices in its first window is served by
-    ``Planner.first_window`` alone, without ``plan``'s loop -- also when NFC changes the
+    its first window alone (``Planner.first_window``, or its compiled call
+    ``first_window_call`` made by ``Tier`` itself), without ``plan``'s loop -- also when NFC changes the
     window's text (a decomposed accent), whose records the engine's segmented path encodes
     once, without a first whole-window attempt, from the stretches the planner's NFC check
     found (not normalized twice); one that needs a widening, or a tokenizer
@@ -573,11 +574,11 @@ def test_first_window_appends_take_one_compiled_call(name, monkeypatch):
         for impl in ("compiled", "python")
     )
     calls, handed = [], []
-    for cls, method in ((splice.Planner, "first_window"), (splice.Planner, "plan"),
-                        (CpuEngine, "encode_nfc_changed")):  # fmt: skip
+    for cls, method in ((splice.Planner, "first_window"), (splice.Planner, "first_window_call"),
+                        (splice.Planner, "plan"), (CpuEngine, "encode_nfc_changed")):  # fmt: skip
         original = getattr(cls, method)
 
-        def spy(self, *a, _original=original, _name=method, **kw):
+        def spy(self, *a, _original=original, _name=method.removesuffix("_call"), **kw):
             calls.append(_name)
             if _name == "encode_nfc_changed":
                 handed.append((a[1:] or [kw.get("stretches")])[0] is not None)

@@ -15,6 +15,7 @@ from . import diff, repair
 from .engine import ReferenceEngine, default_engine
 from .engine.protocol import Engine, OffloadEngine
 from .engine.slots import (
+    OK,
     R_APPLIED,
     R_B_LEFT,
     R_CUT,
@@ -449,7 +450,17 @@ class Tier:
         return time.perf_counter() - t0
 
     def _append(self, state, session, delta, full_text, delta_u8=None) -> Result:
-        """An append to a live session: repair, or a full encode when the router predicts it faster."""
+        """An append to a live session: repair, or a full encode when the router predicts it faster.
+
+        The common append is flat: one compiled call finds and (usually) writes the splice
+        of the first window, and its answer is written out here from the call's slots,
+        with no ``Planned``, no further Python call and no helper frames between: each
+        Python call on this path costs 1-5 us after the engine's call has evicted the
+        interpreter's caches (``tools/append-profile/fast_path_ab.py``, ``flat_append_ab.py``).
+        Otherwise nothing changed, and ``_repair`` runs the whole protocol.  ``delta_u8``:
+        the delta's UTF-8 bytes when its check produced them (non-ASCII), so only the old
+        part is encoded here.
+        """
         old_len = state.text_length
         route = self.router.hit(old_len, len(delta))
         if route.name != "repair":
@@ -457,27 +468,9 @@ class Tier:
             text = full_text if full_text is not None else state.text() + delta
             return self._seed(session, text, route.reason, count=False, route=route, previous=state)
         new_len = old_len + len(delta)
-        failed_first = None
-        if self._planner is not None and new_len < 2**31 - 1:
-            result = self._first_window(state, session, delta, full_text, old_len, new_len,
-                                        delta_u8)  # fmt: skip
-            if type(result) is Result:
-                return result
-            failed_first = result  # the first window's slots when it gave no splice
-        source = _PlainText(full_text) if full_text is not None else _AppendText(state, delta)
-        return self._repair(state, session, old_len, new_len, old_len, 0, source, delta,
-                            failed_first)  # fmt: skip
-
-    def _first_window(self, state, session, delta, full_text, old_len, new_len,
-                      delta_u8=None) -> Result | list | None:  # fmt: skip
-        """The common append, flat: one compiled call finds and (usually) writes the splice.
-
-        Otherwise nothing changed, and ``_repair`` runs the whole protocol: None when this
-        tokenizer has no compiled window encode; the window's result slots when it was
-        encoded and gave no certified splice (``_repair`` widens from there).  ``delta_u8``:
-        the delta's UTF-8 bytes when its check produced them (non-ASCII), so only the old
-        part is encoded here.
-        """
+        planner = self._planner
+        if planner is None or new_len >= 2**31 - 1:
+            return self._repair_append(state, session, delta, full_text, old_len, new_len, None)
         ws = old_len - self.window if old_len > self.window else 0
         if full_text is None:
             old_part = state.tail(old_len - ws)
@@ -492,22 +485,32 @@ class Tier:
             if old_part is None:
                 old_part = full_text[ws:old_len]
             u8 = old_part.encode("utf-8") + delta_u8
-        planner = self._planner
-        found = planner.first_window(state, window_text, ws, new_len,
-                                     apply_now=not state.readers(), u8=u8)  # fmt: skip
-        if found is None:
-            return None
-        res = found[0]
-        if found[1] is None:
-            return res
+        apply_now = not state.readers()
+        if planner.ea is not None:  # ``Planner.first_window``, its call made here
+            u8 = np.frombuffer(window_text.encode("utf-8") if u8 is None else u8, dtype=np.uint8)
+            ctx, wk = planner._context(u8.size)
+            status = planner.first_window_call(state, u8, ws, new_len, ctx, apply_now)
+            res = wk.res.tolist()
+            if status != OK or res[R_APPLIED] != 1:
+                res, fresh = planner.first_window_finish(state, window_text, u8, ws, new_len,
+                                                         apply_now, status, wk)  # fmt: skip
+            else:
+                fresh = True  # written by the call: its records are not needed
+        else:
+            found = planner.first_window(state, window_text, ws, new_len, apply_now=apply_now,
+                                         u8=u8)  # fmt: skip
+            if found is None:  # no compiled window encode (WordPiece: reference windows)
+                return self._repair_append(state, session, delta, full_text, old_len, new_len,
+                                           None)  # fmt: skip
+            res, fresh = found
+        if fresh is None:  # encoded, no certified splice: ``_repair`` widens from its slots
+            return self._repair_append(state, session, delta, full_text, old_len, new_len, res)
         if res[R_APPLIED] != 1:
-            plan = planner.first_window_plan(*found, ws, new_len)
+            plan = planner.first_window_plan(res, fresh, ws, new_len)
             return self._commit_plan(state, session, plan, new_len - old_len, text_state, "appends")
         # Written by the compiled call already: publish and answer from its slots.  Written
         # out here rather than through ``Planner.written_splice``, ``_answer_splice`` and
-        # ``_snapshot_result``: after the engine's call each Python call costs 1-5 us (the
-        # interpreter's caches are cold), and this is every common append
-        # (``tools/append-profile/fast_path_ab.py``).
+        # ``_snapshot_result`` (see the docstring).
         new_n, keep, b_left = res[R_NEW_N], res[R_KEEP], res[R_B_LEFT]
         reason = REASON_FIRST_WINDOW if ws else REASON_WHOLE_TEXT  # ``splice._ok_reason``
         window_chars = new_len - (b_left if res[R_CUT] >= 0 else ws)  # ``splice._encoded_from``
@@ -523,6 +526,13 @@ class Tier:
         if self.verifier is not None:
             self._offer(lambda: result.ids, state.text_parts, "repair", session)
         return result
+
+    def _repair_append(self, state, session, delta, full_text, old_len, new_len,
+                       failed_first) -> Result:  # fmt: skip
+        """The whole protocol for an append (``_repair``), after the first window when tried."""
+        source = _PlainText(full_text) if full_text is not None else _AppendText(state, delta)
+        return self._repair(state, session, old_len, new_len, old_len, 0, source, delta,
+                            failed_first)  # fmt: skip
 
     def _commit_plan(self, state, session, plan, shift, text_state, kind) -> Result:
         """Publish a certified compiled splice (written already, or written now) and answer."""
@@ -578,7 +588,7 @@ class Tier:
     def _repair(self, state, session, old_len, new_len, prefix, suffix, source, delta,
                 failed_first: list | None = None) -> Result:  # fmt: skip
         """Repair a live session (``delta`` given for an append, None for an edit);
-        ``failed_first``: the compiled first window's slots, tried already (``_first_window``).
+        ``failed_first``: the compiled first window's slots, tried already (``_append``).
 
         The request path of every hit: a few attribute reads around one compiled call
         (``engine.splice.Planner``); nothing here is O(context).

@@ -842,35 +842,57 @@ class Planner:
         then starts from the widening instead of encoding this window again), or None when
         this tokenizer has no compiled window encode (WordPiece: the reference encodes
         windows); nothing was written in either case, and the caller runs ``plan``.  No
-        ``Planned`` is made on the common path: an
-        append's answer reads the few slots it needs (``Tier._first_window``).  The common
-        case (a compiled engine, an NFC-stable window) is written out inline: each Python
-        call on this path costs 2-5 us after the engine's call has evicted the interpreter's
-        caches (``tools/append-profile/fast_path_ab.py``).
+        ``Planned`` is made on the common path: an append's answer reads the few slots it
+        needs.  ``Tier._append`` makes this call itself (``first_window_call``, then
+        ``first_window_finish`` only when the call did not write the splice): each Python
+        call on this path costs 1-5 us after the engine's call has evicted the
+        interpreter's caches (``tools/append-profile/fast_path_ab.py``).
         """
-        old_len = state.text_length
         u8 = np.frombuffer(window_text.encode("utf-8") if u8 is None else u8, dtype=np.uint8)
         if self.ea is not None:
             ctx, wk = self._context(u8.size)
-            c_s = state.starts
-            status = self._plan_engine(u8, ws, new_len, old_len, new_len, old_len, 0, state.ids,
-                                       c_s, state.ends, state.n, ctx, apply_now, False)  # fmt: skip
-            if status == OK:
-                res = wk.res.tolist()
-                if res[R_APPLIED] == 1 or not apply_now:
-                    return res, (wk.f_ids, wk.f_s, wk.f_e)
-                return self._grow_and_apply(state, wk, (wk.f_ids, wk.f_s, wk.f_e), ws, new_len)
-            if status == NEED_RECORDS and self._nfc_stable_from_cut(wk, len(window_text), c_s,
-                                                                    ws):  # fmt: skip
-                status = self._plan_engine(u8, ws, new_len, old_len, new_len, old_len, 0,
-                                           state.ids, c_s, state.ends, state.n, ctx, apply_now,
-                                           True)  # fmt: skip
-        elif self.sa is not None:
-            status, wk = self._sentencepiece_status(u8, ws, new_len, old_len, new_len, old_len, 0,
-                                                    state.ids, state.starts, state.ends, state.n,
-                                                    apply_now)  # fmt: skip
-        else:
+            status = self.first_window_call(state, u8, ws, new_len, ctx, apply_now)
+            return self.first_window_finish(state, window_text, u8, ws, new_len, apply_now,
+                                            status, wk)  # fmt: skip
+        if self.sa is None:
             return None
+        old_len = state.text_length
+        status, wk = self._sentencepiece_status(u8, ws, new_len, old_len, new_len, old_len, 0,
+                                                state.ids, state.starts, state.ends, state.n,
+                                                apply_now)  # fmt: skip
+        return self._first_window_end(state, window_text, u8, ws, new_len, apply_now, status, wk)
+
+    def first_window_call(self, state, u8: np.ndarray, ws: int, new_len: int,
+                          ctx: WindowContext, apply_now: bool) -> int:  # fmt: skip
+        """``first_window``'s one compiled call (a compiled engine; ``ctx`` from ``_context``):
+        its status, the rest in ``ctx``'s workspace.  ``Tier`` makes it itself and finishes
+        with ``first_window_finish`` only when the splice was not written in that call."""
+        old_len = state.text_length
+        return self._plan_engine(u8, ws, new_len, old_len, new_len, old_len, 0, state.ids,
+                                 state.starts, state.ends, state.n, ctx, apply_now, False)  # fmt: skip
+
+    def first_window_finish(self, state, window_text: str, u8: np.ndarray, ws: int,
+                            new_len: int, apply_now: bool, status: int,
+                            wk: Workspace) -> tuple[list, tuple | None]:  # fmt: skip
+        """``first_window``'s answer after ``first_window_call`` gave ``status``."""
+        if status == OK:
+            res = wk.res.tolist()
+            if res[R_APPLIED] == 1 or not apply_now:
+                return res, (wk.f_ids, wk.f_s, wk.f_e)
+            return self._grow_and_apply(state, wk, (wk.f_ids, wk.f_s, wk.f_e), ws, new_len)
+        old_len = state.text_length
+        c_s = state.starts
+        if status == NEED_RECORDS and self._nfc_stable_from_cut(wk, len(window_text), c_s,
+                                                                ws):  # fmt: skip
+            status = self._plan_engine(u8, ws, new_len, old_len, new_len, old_len, 0,
+                                       state.ids, c_s, state.ends, state.n, self._local.ctx,
+                                       apply_now, True)  # fmt: skip
+        return self._first_window_end(state, window_text, u8, ws, new_len, apply_now, status, wk)
+
+    def _first_window_end(self, state, window_text, u8, ws, new_len, apply_now, status, wk):
+        """The shared end of ``first_window``: records from the segmented path where NFC
+        changes the window (a compiled engine), then the answer for ``status``."""
+        old_len = state.text_length
         fresh = (wk.f_ids, wk.f_s, wk.f_e)
         if status == NEED_RECORDS and self.ea is not None:
             # NFC changes the window's text from the cut: its records come from the engine's
