@@ -1,5 +1,6 @@
 """A/B in one process: an append's answer read straight off the compiled call's result slots
-(``Tier._first_window`` now) vs through a ``Planned`` object and ``_commit_plan`` (the path
+(``Tier._first_window`` at the time; since 6f3cf7c part of ``Tier._append``, so this A/B
+needs its hook moved to run on current code) vs through a ``Planned`` object and ``_commit_plan`` (the path
 before, re-stated here).  Two tiers over private engines take the same appends of the
 transcripts stream (and, with ``multilingual``, of pycountry's catalogs) to 48K+ sessions,
 alternating which goes first; every answer is compared.  Prints P50s and the paired ratio

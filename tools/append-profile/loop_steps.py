@@ -1,5 +1,9 @@
 """An append's time by step in a loop of real appends (not a tight loop over one state).
 
+Written for toktier 4799684 and earlier: it re-states ``Tier._first_window``, which
+6f3cf7c folded into ``Tier._append`` (``tools/append-profile/flat_append_ab.py`` compares
+the two); the hook below replaces a method the current ``Tier`` no longer calls.
+
 A llama3 (or NAME) session seeded with 48K characters of the transcripts stream takes 300
 appends of DELTA characters each (the stream's own next text, so the engine meets fresh
 pieces), timed around ``Tier._first_window``'s steps re-stated here with clocks between

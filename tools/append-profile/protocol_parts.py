@@ -44,8 +44,8 @@ def wrap(obj, attr, label):
 
 pl = tier._planner
 wrap(pl, "_plan_engine", "compiled")
-wrap(pl, "first_window", "first_window")
-wrap(tier, "_first_window", "_first_window")
+wrap(pl, "first_window_call", "first_window_call")
+wrap(tier, "_append", "_append")
 wrap(tier.store, "get", "store.get")
 wrap(tier.store, "refresh", "store.refresh")
 wrap(T, "check_text", "check_text")
