@@ -96,7 +96,7 @@ def test_a_broken_splice_is_caught(monkeypatch, impl):
                 res[splice.R_KEEP] = min(res[splice.R_KEEP], res[splice.R_KEEP_LEFT])
                 res[splice.R_NEW_N] -= 1
 
-        def off_by_one(real):  # both entries: an append's first window, and plan's loop
+        def off_by_one(real):  # an append's first window (other planners), and plan's loop
             def broken(self, *args, **kwargs):
                 p = real(self, *args, **kwargs)
                 if isinstance(p, tuple):  # first_window: (result slots, fresh records)
@@ -108,10 +108,21 @@ def test_a_broken_splice_is_caught(monkeypatch, impl):
 
             return broken
 
+        def off_by_one_call(real):  # the first window's compiled call, made by ``Tier``
+            def broken(self, *args, **kwargs):
+                status = real(self, *args, **kwargs)
+                if status == splice.OK:
+                    shift(self._local.ctx_wk.res)
+                return status
+
+            return broken
+
         for entry in ("first_window", "plan"):
             monkeypatch.setattr(
                 splice.Planner, entry, off_by_one(getattr(splice.Planner, entry))
             )
+        monkeypatch.setattr(splice.Planner, "first_window_call",
+                            off_by_one_call(splice.Planner.first_window_call))  # fmt: skip
     tok = toktier.load("llama3")
     scenario = (512, "lorem ipsum dolor sit amet, " * 40, [("append", " consectetur 123")])
     with pytest.raises(AssertionError, match="divergence"):

@@ -40,6 +40,7 @@ def test_append_keeps_prefix_and_grows_amortized():
     assert st.ids[:9].tolist() == list(range(9))
     assert len(caps) <= 6  # doubling: few reallocations for thousands of appends
     assert st.text() == text and st.text_length == len(text)
+    assert st.nbytes == st.ids.nbytes + st.starts.nbytes + st.ends.nbytes + st._text_nbytes
 
 
 def test_text_chunks_stay_logarithmic_and_tail_is_exact():
@@ -116,6 +117,7 @@ def test_chunks_hold_the_text_in_a_bounded_shape(sizes, seed_len):
         _check_chunk_shape(st._chunks)
     assert "".join(st._chunks) == full and st.text_length == len(full)
     assert st._text_nbytes == sum(__import__("sys").getsizeof(c) for c in st._chunks)
+    assert st.nbytes == st.ids.nbytes + st.starts.nbytes + st.ends.nbytes + st._text_nbytes
     for n in (1, 400, 5000):
         assert st.tail(n) == full[-n:]
     assert st.is_prefix_of(full + "z") and not st.is_prefix_of(full[:-1] + "?")

@@ -96,6 +96,7 @@ class SessionState:
         "_chunks",
         "_guard",
         "_length",
+        "_record_nbytes",
         "_snapshots",
         "_text_nbytes",
         "ends",
@@ -115,6 +116,7 @@ class SessionState:
         self.ids = np.empty(_MIN_CAPACITY, dtype=ID_DTYPE)
         self.starts = np.empty(_MIN_CAPACITY, dtype=SPAN_DTYPE)
         self.ends = np.empty(_MIN_CAPACITY, dtype=SPAN_DTYPE)
+        self._record_nbytes = self.ids.nbytes + self.starts.nbytes + self.ends.nbytes
         self.n = 0
         self.last_use = time.monotonic()
         self._guard = threading.Lock()  # orders record writes against snapshot reads
@@ -175,10 +177,18 @@ class SessionState:
         return snap
 
     def readers(self) -> bool:
-        """Does any result snapshot still read the record arrays?"""
-        if self._snapshots:
-            self._snapshots = [r for r in self._snapshots if r() is not None]
-        return bool(self._snapshots)
+        """Does any result snapshot still read the record arrays?  (Every append asks, and
+        usually finds the one dead reference its previous result left: a plain loop, no
+        comprehension's frame.)"""
+        refs = self._snapshots
+        if not refs:
+            return False
+        for ref in refs:
+            if ref() is not None:
+                self._snapshots = [r for r in refs if r() is not None]
+                return True
+        self._snapshots = []
+        return False
 
     def _set_chunks(self, chunks: list[str]) -> None:
         self._chunks = chunks
@@ -210,6 +220,7 @@ class SessionState:
             grown.append(arr)
         # Snapshots keep the old arrays, which nothing writes again.
         self.ids, self.starts, self.ends = grown
+        self._record_nbytes = sum(a.nbytes for a in grown)
         self._snapshots = []
 
     @property
@@ -221,7 +232,7 @@ class SessionState:
     @property
     def nbytes(self) -> int:
         """Resident bytes: record arrays at capacity plus the text chunks."""
-        return (self.ids.nbytes + self.starts.nbytes + self.ends.nbytes) + self._text_nbytes
+        return self._record_nbytes + self._text_nbytes  # kept by ``reserve``: O(1), no numpy
 
     # --- commits (the only mutations; validated inputs, no partial updates) -------------
     def appended_text(self, appended: str) -> tuple[list[str], int]:
