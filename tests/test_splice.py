@@ -577,8 +577,9 @@ def test_first_window_appends_take_one_compiled_call(name, monkeypatch):
     for cls, method in ((splice.Planner, "first_window"), (splice.Planner, "first_window_call"),
                         (splice.Planner, "plan"), (CpuEngine, "encode_nfc_changed")):  # fmt: skip
         original = getattr(cls, method)
+        label = method.removesuffix("_call")  # the compiled call Tier makes: its first window
 
-        def spy(self, *a, _original=original, _name=method.removesuffix("_call"), **kw):
+        def spy(self, *a, _original=original, _name=label, **kw):
             calls.append(_name)
             if _name == "encode_nfc_changed":
                 handed.append((a[1:] or [kw.get("stretches")])[0] is not None)

@@ -488,7 +488,7 @@ class Tier:
         apply_now = not state.readers()
         if planner.ea is not None:  # ``Planner.first_window``, its call made here
             u8 = np.frombuffer(window_text.encode("utf-8") if u8 is None else u8, dtype=np.uint8)
-            ctx, wk = planner._context(u8.size)
+            ctx, wk = planner.window_context(u8.size)
             status = planner.first_window_call(state, u8, ws, new_len, ctx, apply_now)
             res = wk.res.tolist()
             if status != OK or res[R_APPLIED] != 1:

@@ -741,7 +741,7 @@ class Planner:
             wk = self._local.wk = new_workspace(max(need, grow, 4096))
         return wk
 
-    def _context(self, need: int) -> tuple[WindowContext, Workspace]:
+    def window_context(self, need: int) -> tuple[WindowContext, Workspace]:
         """This thread's ``plan_engine`` context, its workspace holding ``need`` bytes."""
         local = self._local
         wk = getattr(local, "ctx_wk", None)
@@ -781,7 +781,7 @@ class Planner:
         one normalizer call (``_nfc_stable_from_cut``) and encoded all the same if NFC
         leaves it unchanged; NEED_RECORDS means the caller encodes it outside.
         """
-        ctx, wk = self._context(u8.size)
+        ctx, wk = self.window_context(u8.size)
         args = (u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n, ctx, apply_now)
         status = self._plan_engine(*args, False)
         if status == NEED_RECORDS and self._nfc_stable_from_cut(wk, nchars, c_s, ws,
@@ -850,7 +850,7 @@ class Planner:
         """
         u8 = np.frombuffer(window_text.encode("utf-8") if u8 is None else u8, dtype=np.uint8)
         if self.ea is not None:
-            ctx, wk = self._context(u8.size)
+            ctx, wk = self.window_context(u8.size)
             status = self.first_window_call(state, u8, ws, new_len, ctx, apply_now)
             return self.first_window_finish(state, window_text, u8, ws, new_len, apply_now,
                                             status, wk)  # fmt: skip
@@ -864,9 +864,10 @@ class Planner:
 
     def first_window_call(self, state, u8: np.ndarray, ws: int, new_len: int,
                           ctx: WindowContext, apply_now: bool) -> int:  # fmt: skip
-        """``first_window``'s one compiled call (a compiled engine; ``ctx`` from ``_context``):
-        its status, the rest in ``ctx``'s workspace.  ``Tier`` makes it itself and finishes
-        with ``first_window_finish`` only when the splice was not written in that call."""
+        """``first_window``'s one compiled call (a compiled engine; ``ctx`` from
+        ``window_context``): its status, the rest in ``ctx``'s workspace.  ``Tier`` makes it
+        itself and finishes with ``first_window_finish`` only when the splice was not written
+        in that call."""
         old_len = state.text_length
         return self._plan_engine(u8, ws, new_len, old_len, new_len, old_len, 0, state.ids,
                                  state.starts, state.ends, state.n, ctx, apply_now, False)  # fmt: skip

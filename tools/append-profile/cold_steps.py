@@ -24,7 +24,7 @@ d = code[70_000:71_100]
 junk = np.ones(int(sys.argv[1]) << 20, np.uint8)
 planner = tier._planner
 u8w = np.frombuffer((st.tail(400) + d).encode(), np.uint8)
-ctx, wk = planner._context(u8w.size)
+ctx, wk = planner.window_context(u8w.size)
 ol = st.text_length
 args = (
     u8w,
@@ -68,7 +68,7 @@ steps = {
     "check_text": lambda: check_text(d),
     "snapshot": lambda: st.snapshot(),
     "new_ids copy": lambda: st.ids[st.n - 300 : st.n].copy(),
-    "planner._context": lambda: planner._context(u8w.size),
+    "planner.window_context": lambda: planner.window_context(u8w.size),
     "plan_engine (no apply)": lambda: planner._plan_engine(*args),
     "res.tolist": lambda: wk.res.tolist(),
     "Result(...)": lambda: Result(None, "repair", "r", "s", 0, 0, (None, None), keep=1, new_ids=d),

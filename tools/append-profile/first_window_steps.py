@@ -32,7 +32,7 @@ def first_window(state, window_text, ws, new_len, *, apply_now, u8=None):
     u8 = np.frombuffer(window_text.encode("utf-8") if u8 is None else u8, dtype=np.uint8)
     records = (state.ids, state.starts, state.ends, state.n)
     m.append(clock())
-    ctx, wk = planner._context(u8.size)
+    ctx, wk = planner.window_context(u8.size)
     args = (u8, ws, new_len, old_len, new_len, old_len, 0, *records, ctx, apply_now)
     m.append(clock())
     status = planner._plan_engine(*args, False)

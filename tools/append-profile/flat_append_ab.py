@@ -20,8 +20,15 @@ from toktier import Tier, load
 from toktier.bench import continuation as C
 from toktier.bench.streams import load_trajectories
 from toktier.bench.timing import private_engine
-from toktier.engine.slots import R_APPLIED, R_B_LEFT, R_CUT, R_KEEP, R_NEW_N
-from toktier.engine.slots import REASON_FIRST_WINDOW, REASON_WHOLE_TEXT
+from toktier.engine.slots import (
+    R_APPLIED,
+    R_B_LEFT,
+    R_CUT,
+    R_KEEP,
+    R_NEW_N,
+    REASON_FIRST_WINDOW,
+    REASON_WHOLE_TEXT,
+)
 from toktier.tier import _FIRST_WINDOW_APPEND, Result, _AppendText, _PlainText
 from toktier.workload import archives
 

@@ -31,7 +31,7 @@ pl = tier._planner
 ea, ra = pl.ea, pl.ra
 cache, lcache = tier.engine._cache()
 u8 = np.frombuffer(window.encode(), dtype=np.uint8)
-ctx, wk = pl._context(u8.size)
+ctx, wk = pl.window_context(u8.size)
 rec = (st.ids, st.starts, st.ends, st.n)
 
 
