@@ -264,6 +264,42 @@ def test_appends_that_grow_the_arrays_are_written_by_the_compiled_path(name, mon
     assert s["first_window"] == s["appends"] == 80
 
 
+@pytest.mark.parametrize("name", ["llama3", "qwen3"])
+def test_appends_remap_large_arrays_and_stay_exact(name, monkeypatch):
+    """Record arrays from ``store.REMAP_MIN_BYTES`` on are maps of their own, grown by
+    remapping them (no copy) when no result reads them: lowered here so a short session
+    has them.  The maps survive every growth, and every answer equals the reference;
+    a held result makes that growth copy instead, and still reads its own IDs."""
+    from toktier import store
+
+    monkeypatch.setattr(store, "REMAP_MIN_BYTES", 1024)
+    tok = toktier.load(name)
+    tier = Tier(tok, verify_rate=0, delta_aware=False)
+    text = PROSE
+    tier.encode(text, session="m")
+    state = tier.store.get("m")
+    maps = [store._mapped(a) for a in (state.ids, state.starts, state.ends)]
+    assert None not in maps
+    grew, held, grew_held = 0, None, 0
+    for k in range(80):
+        delta = f" line {k}: total = {k * 37} and the café's queue runs on; more text\n"
+        text += delta
+        before = state.ids.size
+        r = tier.append("m", delta)
+        assert r.ids.tolist() == tok.reference(text), k
+        if state.ids.size > before:
+            grew += 1
+            now = [store._mapped(a) for a in (state.ids, state.starts, state.ends)]
+            assert now == maps if held is None else now[1:] == maps[1:], k
+            grew_held += held is not None
+            maps = now
+        if k == 40:
+            held = (r, text)  # unread: the next growth copies the IDs for it
+        del r
+    assert grew >= 2 and grew_held >= 1
+    assert held[0].ids.tolist() == tok.reference(held[1])
+
+
 def test_a_growth_that_fails_leaves_the_session_as_it_was(monkeypatch):
     """Growing the arrays allocates before anything changes: when it fails, the append
     raises, and the session's records and text are exactly as before; it serves the same

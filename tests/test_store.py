@@ -3,6 +3,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as hs
 
+import toktier.store as store_module
 from toktier.store import (
     _FROZEN_LEVEL,
     _MAX_OPEN_CHUNKS,
@@ -10,6 +11,7 @@ from toktier.store import (
     SessionState,
     SessionStore,
     _chunk_level,
+    _mapped,
     seed_capacity,
 )
 
@@ -239,3 +241,70 @@ def test_refresh_settles_bytes_and_falls_back_to_put():
     capped.refresh(st)  # grew past the cap: the least recently used other session goes
     assert capped.get("b") is None and capped.get("a") is st
     assert capped.stats().bytes == st.nbytes and capped.stats().evicted == 1
+
+
+def _append_records(st, k, first=0):
+    """``k`` one-character records appended (ids first, first + 1, ...)."""
+    ids = np.arange(first, first + k, dtype=np.uint32)
+    at = st.text_length
+    st.commit_replace_tail(st.n, ids, np.arange(at, at + k), np.arange(at, at + k) + 1, "z" * k)
+
+
+def _grow_past_capacity(st, first):
+    """Appends until the arrays grow; the IDs they added."""
+    cap, added = len(st.ids), 0
+    while len(st.ids) == cap:
+        _append_records(st, 500, first + added)
+        added += 500
+    return added
+
+
+def test_large_record_arrays_grow_by_remapping_not_copying(monkeypatch):
+    monkeypatch.setattr(store_module, "REMAP_MIN_BYTES", 4096)
+    st = SessionState("s", "sha")
+    n = 5000
+    st.commit_full(np.arange(n, dtype=np.uint32), np.arange(n), np.arange(n) + 1, "y" * n)
+    maps = [_mapped(a) for a in (st.ids, st.starts, st.ends)]
+    assert all(m is not None for m in maps)
+    for _ in range(3):
+        added = _grow_past_capacity(st, st.n)
+        # the same maps, remapped: nothing copied, nothing but this state held them
+        assert [_mapped(a) for a in (st.ids, st.starts, st.ends)] == maps
+        assert len(st.ids) == len(st.starts) == len(st.ends) >= st.n
+        # every entry of the grown arrays is writable and reads back (a shared anonymous
+        # map would fault past its first size)
+        st.ids[-1] = 7
+        assert st.ids[-1] == 7 and added > 0
+    assert st.ids[: st.n].tolist() == list(range(st.n))
+    assert st.ends[: st.n].tolist() == list(range(1, st.n + 1))
+    assert st.nbytes == st.ids.nbytes + st.starts.nbytes + st.ends.nbytes + st._text_nbytes
+
+
+def test_a_held_view_or_result_makes_growth_copy_and_stays_exact(monkeypatch):
+    monkeypatch.setattr(store_module, "REMAP_MIN_BYTES", 4096)
+    st = SessionState("s", "sha")
+    n = 5000
+    st.commit_full(np.arange(n, dtype=np.uint32), np.arange(n), np.arange(n) + 1, "y" * n)
+    snap = st.snapshot()  # a result's IDs: its view of the ids array
+    starts_view = st.starts[100:200]  # a caller's view of the starts
+    ends_map = _mapped(st.ends)
+    old_ids, old_starts = st.ids, st.starts
+    del old_ids, old_starts  # (only the snapshot and the view hold them now)
+    _grow_past_capacity(st, n)
+    assert _mapped(st.ends) is ends_map  # nothing else held it: remapped
+    assert snap.materialize().tolist() == list(range(n))  # the result never changed
+    assert starts_view.tolist() == list(range(100, 200))
+    assert st.ids[: st.n].tolist() == list(range(st.n))
+    assert st.starts[: st.n].tolist() == list(range(st.n))
+    # the copies are maps of their own, which the next growth remaps
+    del snap, starts_view
+    maps = [_mapped(a) for a in (st.ids, st.starts, st.ends)]
+    _grow_past_capacity(st, st.n)
+    assert [_mapped(a) for a in (st.ids, st.starts, st.ends)] == maps
+    assert st.ids[: st.n].tolist() == list(range(st.n))
+
+
+def test_small_record_arrays_stay_numpy_buffers():
+    st = _state()
+    assert _mapped(st.ids) is None and _mapped(st.starts) is None
+    assert len(st.ids) * st.ids.itemsize < store_module.REMAP_MIN_BYTES

@@ -23,6 +23,7 @@ request pays an O(context) copy.
 
 from __future__ import annotations
 
+import mmap
 import sys
 import threading
 import time
@@ -47,6 +48,31 @@ _MIN_CAPACITY = 256
 # 7-10% of the mean append and 13% of its P90: results/runs/append-path/).
 _SEED_HEADROOM_SHIFT = 4
 _SEED_HEADROOM_MIN = 256
+# A record array of this many bytes or more lives in an anonymous memory map of its own, so
+# that growing it is a remap (``mmap.resize``: the kernel moves its pages, no record is
+# copied) instead of a copy of every record into new memory: at 1M characters a growing
+# append cost ~500 us against ~45-75 for the others, ~190 at 200K
+# (``tools/append-profile/growth_large.py``).  A remap costs ~20-25 us an array on the
+# 2-vCPU VMs whatever its size, about what copying 256 KiB of records costs, hence the bound.
+# (Linux only: CPython resizes an anonymous map with mremap where the platform has it.)
+REMAP_MIN_BYTES = 1 << 19 if sys.platform.startswith("linux") else 1 << 62
+
+
+def record_array(cap: int, dtype) -> np.ndarray:
+    """An uninitialized record array of ``cap`` entries: a numpy buffer, or from
+    ``REMAP_MIN_BYTES`` on, a view of an anonymous map of its own
+    (``SessionState._remapped`` grows it without copying)."""
+    nbytes = cap * np.dtype(dtype).itemsize
+    if nbytes < REMAP_MIN_BYTES:
+        return np.empty(cap, dtype=dtype)
+    # private: a shared anonymous map keeps its first size, and its pages past it fault (SIGBUS)
+    return np.frombuffer(mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE), dtype=dtype)
+
+
+def _mapped(arr: np.ndarray) -> mmap.mmap | None:
+    """The anonymous map a ``record_array`` view reads, or None (a numpy buffer)."""
+    base = arr.base
+    return base.obj if type(base) is memoryview and type(base.obj) is mmap.mmap else None
 
 
 def _chunk_level(n: int) -> int:
@@ -207,21 +233,51 @@ class SessionState:
         self._snapshots = live
 
     def reserve(self, need: int) -> None:
-        """Capacity for ``need`` records (amortized doubling; allocates before anything changes)."""
+        """Capacity for ``need`` records (amortized doubling; allocates before anything changes).
+
+        Arrays in maps of their own (``record_array``) are remapped in place when nothing
+        but this state holds them; otherwise (and for numpy buffers) the records are copied
+        into new arrays, and snapshots keep the old ones, which nothing writes again.
+        """
         cap = len(self.ids)
         if need <= cap:
             return
         new_cap = max(need, cap * 2, _MIN_CAPACITY)
-        grown = []
-        for name in ("ids", "starts", "ends"):
-            old = getattr(self, name)
-            arr = np.empty(new_cap, dtype=old.dtype)
-            arr[: self.n] = old[: self.n]
-            grown.append(arr)
-        # Snapshots keep the old arrays, which nothing writes again.
+        maps = (_mapped(self.ids), _mapped(self.starts), _mapped(self.ends))
+        if None in maps:
+            grown = [self._copied(a, new_cap) for a in (self.ids, self.starts, self.ends)]
+        else:
+            grown = self._remapped(maps, cap, new_cap)
         self.ids, self.starts, self.ends = grown
         self._record_nbytes = sum(a.nbytes for a in grown)
         self._snapshots = []
+
+    def _copied(self, old: np.ndarray, new_cap: int) -> np.ndarray:
+        arr = record_array(new_cap, old.dtype)
+        arr[: self.n] = old[: self.n]
+        return arr
+
+    def _remapped(self, maps: tuple, cap: int, new_cap: int) -> list[np.ndarray]:
+        """The three mapped arrays grown to ``new_cap``: each map resized where this state
+        held the only view of it (CPython refuses to resize a map while any other view of
+        its buffer lives -- a snapshot's, a caller's -- so no reader ever sees memory move),
+        copied where not.  On any failure the state keeps arrays of its old capacity."""
+        dtypes = (self.ids.dtype, self.starts.dtype, self.ends.dtype)
+        self.ids = self.starts = self.ends = None  # this state's own views, released
+        grown = []
+        try:
+            for m, dt in zip(maps, dtypes, strict=True):
+                try:
+                    m.resize(new_cap * dt.itemsize)
+                    grown.append(np.frombuffer(m, dtype=dt))
+                except (BufferError, OSError):  # another view lives, or the kernel refused
+                    grown.append(self._copied(np.frombuffer(m, dtype=dt), new_cap))
+        except BaseException:
+            # the old records are intact in every map, resized or not
+            self.ids, self.starts, self.ends = (np.frombuffer(m, dtype=dt, count=cap)
+                                                for m, dt in zip(maps, dtypes, strict=True))  # fmt: skip
+            raise
+        return grown
 
     @property
     def used_nbytes(self) -> int:
