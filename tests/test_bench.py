@@ -113,19 +113,53 @@ def test_continuation_cells_cut_from_one_place_are_identical():
     assert cycled[0][0] == "abcabcab" and cycled[0][1] == ["bc", "ab"]
 
 
-def test_each_context_gets_its_own_continuations():
-    """The piece cache lives across calls: no context may replay another's continuations."""
+def test_continuations_are_held_out_and_the_same_at_every_context():
+    """The continuations come from the stream's held-out end: the same texts at every
+    context, in no seed (even where a short stream is cycled to reach the largest context)
+    and not in the warm-up traffic (the layout's opening)."""
     from toktier.bench import continuation
 
-    contexts = [48_000, 12_000, 1_000_000]
-    tails = continuation.continuation_tails(contexts, 50, 4, 3)
-    assert set(tails) == set(contexts) and min(tails.values()) >= max(contexts)
-    stream = "".join(f"line {k}: some text\n" for k in range(100_000))
-    seen = {}
-    for c in contexts:
-        cells = continuation.session_cells(stream, c, 50, 4, 3, tail_from=tails[c])
-        seen[c] = {d for _, ds in cells for d in ds}
-    assert not (seen[12_000] & seen[48_000]) and not (seen[48_000] & seen[1_000_000])
+    stream = "".join(f"line {k:05d}: some text\n" for k in range(3_000))  # 66K characters
+    contexts = [1_000, 30_000, 200_000]  # the largest is three times the stream
+    layout, tail_from = continuation.held_out_layout(stream, max(contexts), 50 * 5 * 3)
+    assert layout[tail_from:] == stream[-50 * 5 * 3 :]
+    cells = {c: continuation.session_cells(layout, c, 50, 4, 3, tail_from) for c in contexts}
+    deltas = {c: [d for _, ds in cs for d in ds] for c, cs in cells.items()}
+    assert deltas[1_000] == deltas[30_000] == deltas[200_000]  # identical continuations
+    assert len(set(deltas[1_000])) == 15  # each session its own
+    warm = layout[:20_000]
+    for c, cs in cells.items():
+        prefix = cs[0][0]
+        assert abs(len(prefix) - (c - 2 * 50)) <= 1
+        assert not any(d in prefix or d in warm for d in deltas[c]), c
+    with pytest.raises(ValueError, match="cannot hold out"):
+        continuation.held_out_layout("short", 100, 5)
+
+
+def test_each_cell_gets_its_own_engines(trajectory_archive, monkeypatch):
+    """A cell's methods are new objects (engines with empty piece caches, then the same
+    warm-up): no cell meets continuations another cell's objects have seen."""
+    from toktier.bench import continuation
+
+    made = []
+    real = continuation.private_engine
+
+    def counting(tok):
+        made.append(tok.name)
+        return real(tok)
+
+    monkeypatch.setattr(continuation, "private_engine", counting)
+    trajs = streams.load_trajectories(trajectory_archive, limit=10)
+    tok = toktier.load("llama3")
+    text = streams.stream_text(trajs, "llama3", 40_000)
+    rows = continuation.continuation_latency(
+        tok, {"t": text}, [6_000, 12_000], samples=2, methods=("tier append",),
+        progress=False, warm_chars=5_000,
+    )  # fmt: skip
+    assert made == ["llama3", "llama3"]  # one tier engine per cell
+    assert all(r["exact"] for r in rows) and len(rows) == 4
+    by_ctx = {c: [r["context_chars"] for r in rows if r["context"] == c] for c in (6_000, 12_000)}
+    assert all(abs(x - c) <= 1_100 for c, xs in by_ctx.items() for x in xs)
 
 
 def test_continuation_harness_is_exact_and_fair(trajectory_archive):

@@ -1,19 +1,24 @@
 """One continuation's cost at every context size: the request path against stateless peers.
 
 A session holds about N characters of a real text stream; the next request adds a
-fixed Δ (1.1K characters, the workload's median append), cut from the stream after
-its largest context, at a place of its own for each N (``continuation_tails``): the
-engine's piece cache lives across calls, as deployed, so continuations repeated from an
-earlier context would be served from the cache (cold non-Latin pieces cost ~10x warm
-ones) and flatter the later contexts.  A cell is many short sessions (five timed continuations each, centred on N: the
+fixed Δ (1.1K characters, the workload's median append).  The continuations are the
+same texts at every N, held out of everything any engine has seen before them
+(``held_out_layout``): the stream's last stretch is cut off and never used as a seed
+or as warm-up traffic, and the seeds come from the rest (cycled where a context is
+longer than it).  Each cell (context × stream) gets new tier objects, engines and peers,
+each of which first encodes the same warm-up text (the opening ``warm_chars`` of each
+stream's seed part), as a server that has been running would: the engine's piece
+cache lives across calls, as deployed, so an object that had served another cell's
+continuations would meet them warm (cold non-Latin pieces cost ~10x warm ones).
+Before 2026-11-29 (b2f9ac9 and earlier) each context took continuations from a
+stretch of its own, after the largest context; the multilingual stream (4.3M
+characters) is shorter than that, so it was cycled and the 1M and 8M sessions' own
+seeds held their continuations (warm pieces), and each context met other scripts.
+A cell is many short sessions (five timed continuations each, centred on N: the
 context stays N ± 2.75K), and every method runs on every session in turn, so all
 methods see identical texts in one run.  The order rotates from session to session: the
 method that runs first after a session start finds the CPU caches cold (the peers'
 tables and the new session's arrays); a fixed order would charge that to one method.
-Each tier method (and the engine baseline) has an engine of its own, so no method is
-served from piece caches that another method filled with the same texts; each engine
-and fastokens first encode the same warm-up text (the opening ``warm_chars`` of each
-stream, never a continuation), as a server that has been running would.
 
 - ``tier append``: ``Tier.append(session, delta)`` (the compiled repair path);
 - ``tier full text``: ``Tier.encode(whole text, session)``, as a front end sends it;
@@ -39,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 from collections.abc import Callable
 
 import numpy as np
@@ -58,10 +64,25 @@ OPTIONAL = ("reference full re-encode",)
 
 def continuation_tails(contexts: list[int], delta: int, per_session: int,
                        sessions: int) -> dict[int, int]:  # fmt: skip
-    """Where each context's continuations start: disjoint stretches after the largest context."""
+    """Where each context's continuations start: disjoint stretches after the largest
+    context (the protocol before ``held_out_layout``; the A/B tools under
+    ``tools/append-profile`` still cut their cells this way)."""
     span = delta * (per_session + 1) * sessions
     top = max(contexts)
     return {c: top + k * span for k, c in enumerate(sorted(set(contexts)))}
+
+
+def held_out_layout(stream: str, top: int, held: int) -> tuple[str, int]:
+    """(layout, tail_from): the last ``held`` characters of ``stream`` held out, the rest
+    (cycled when shorter) filling ``layout[:top]``, the held-out text after it.  Cells cut
+    by ``session_cells(layout, context <= top, ..., tail_from)`` seed from the first part
+    only, so no seed and no warm-up taken from ``layout[:top]`` holds a continuation."""
+    if len(stream) <= held:
+        raise ValueError(f"a stream of {len(stream):,} characters cannot hold out {held:,}")
+    seeds, tail = stream[:-held], stream[-held:]
+    if len(seeds) < top:
+        seeds = seeds * (top // len(seeds) + 1)
+    return seeds[:top] + tail, top
 
 
 def session_cells(stream: str, context: int, delta: int, per_session: int, sessions: int,
@@ -155,82 +176,93 @@ def continuation_latency(
     def tier(**kw):  # each tier method its own engine: no method reads another's piece cache
         return Tier(tok, engine=private_engine(tok), verify_rate=0, delta_aware=False, **kw)
 
-    tiers = {}
-    if "tier append" in methods:
-        tiers["compiled"] = tier()
-    if "tier full text" in methods:
-        tiers["full"] = tier()
-    if "tier append, Python plan" in methods:
-        tiers["python"] = tier(repair_impl="python")
-    if "tier append, no cut" in methods:
-        tiers["no_cut"] = tier(cut_splice=False)
-    fast = giga = None
-    with contextlib.suppress(ImportError):
-        fast = FastokensFull(tok) if "fastokens full re-encode" in methods else None
-    with contextlib.suppress(ImportError):
-        giga = GigatokenPrewarmed(tok) if "Gigatoken prewarmed" in methods else None
-    engine = private_engine(tok) if "engine full encode" in methods else None
-    if engine is not None:
-        engine.warmup()
-    full = getattr(engine, "encode_full", None)
+    per_session = max(1, min(per_session, samples))
+    n_sessions = -(-samples // per_session)
+    n_slow = -(-slow_samples // per_session)
+    top = max(contexts)
+    layouts = {k: held_out_layout(st, top, delta * (per_session + 1) * n_sessions)
+               for k, st in streams.items()}  # fmt: skip
+    # warm-up traffic: the opening of each stream's seed part (never a continuation)
+    warm = [lay[: min(warm_chars, top)] for lay, _ in layouts.values()]
+
+    def objects():
+        """One cell's methods: new tiers, engines and peers, each warmed the same way."""
+        tiers = {}
+        if "tier append" in methods:
+            tiers["compiled"] = tier()
+        if "tier full text" in methods:
+            tiers["full"] = tier()
+        if "tier append, Python plan" in methods:
+            tiers["python"] = tier(repair_impl="python")
+        if "tier append, no cut" in methods:
+            tiers["no_cut"] = tier(cut_splice=False)
+        fast = giga = None
+        with contextlib.suppress(ImportError):
+            fast = FastokensFull(tok) if "fastokens full re-encode" in methods else None
+        with contextlib.suppress(ImportError):
+            giga = GigatokenPrewarmed(tok) if "Gigatoken prewarmed" in methods else None
+        engine = private_engine(tok) if "engine full encode" in methods else None
+        if engine is not None:
+            engine.warmup()
+        full = getattr(engine, "encode_full", None)
+        for w in warm:
+            for t in tiers.values():
+                t.engine.encode(w)
+            for fn in (full, fast.full if fast is not None else None):
+                if fn is not None:
+                    fn(w)
+        return tiers, fast, giga, full
+
     # Every tier method of a session ends on the same text: one reference call checks them
     # all (at 8M characters the reference takes seconds; the tier methods take microseconds).
     reference = functools.lru_cache(maxsize=1)(lambda text: tok.reference(text))
     runs = {
-        "tier append": lambda sid, p, d: _tier_samples(tiers["compiled"], sid, p, d, False, reference),
-        "tier full text": lambda sid, p, d: _tier_samples(tiers["full"], sid, p, d, True, reference),
-        "tier append, Python plan": lambda sid, p, d: _tier_samples(tiers["python"], sid, p, d, False, reference),
-        "tier append, no cut": lambda sid, p, d: _tier_samples(tiers["no_cut"], sid, p, d, False, reference),
-        "fastokens full re-encode": lambda sid, p, d: _baseline_samples(fast.full, p, d),
-        "Gigatoken prewarmed": lambda sid, p, d: (giga.new_session(), _baseline_samples(giga.full, p, d))[1],
-        "engine full encode": lambda sid, p, d: _baseline_samples(full, p, d),
-        "reference full re-encode": lambda sid, p, d: _baseline_samples(
+        "tier append": lambda o, sid, p, d: _tier_samples(o[0]["compiled"], sid, p, d, False, reference),
+        "tier full text": lambda o, sid, p, d: _tier_samples(o[0]["full"], sid, p, d, True, reference),
+        "tier append, Python plan": lambda o, sid, p, d: _tier_samples(o[0]["python"], sid, p, d, False, reference),
+        "tier append, no cut": lambda o, sid, p, d: _tier_samples(o[0]["no_cut"], sid, p, d, False, reference),
+        "fastokens full re-encode": lambda o, sid, p, d: _baseline_samples(o[1].full, p, d),
+        "Gigatoken prewarmed": lambda o, sid, p, d: (o[2].new_session(), _baseline_samples(o[2].full, p, d))[1],
+        "engine full encode": lambda o, sid, p, d: _baseline_samples(o[3], p, d),
+        "reference full re-encode": lambda o, sid, p, d: _baseline_samples(
             lambda text: tok.hf.encode(text, add_special_tokens=False), p, d
         ),
     }  # fmt: skip
+    first = objects()
     available = [
         m for m in methods
-        if not (m.startswith("fastokens") and fast is None)
-        and not (m.startswith("Gigatoken") and giga is None)
-        and not (m.startswith("engine") and engine is None)
+        if not (m.startswith("fastokens") and first[1] is None)
+        and not (m.startswith("Gigatoken") and first[2] is None)
+        and not (m.startswith("engine") and first[3] is None)
     ]  # fmt: skip
-    # Every engine (and fastokens) first serves the same warm-up traffic, the opening
-    # of each stream (never a continuation), as a server that has been running would:
-    # the timings are of warm piece caches, not of a process's first requests.
-    warm = [st[: min(warm_chars, max(contexts))] for st in streams.values()]  # before any tail
-    for w in warm:
-        for t in tiers.values():
-            t.engine.encode(w)
-        for fn in (full, fast.full if fast is not None else None):
-            if fn is not None:
-                fn(w)
     slow = ("tier append, Python plan", *BASELINES, *OPTIONAL)
-    per_session = max(1, min(per_session, samples))
-    n_sessions = -(-samples // per_session)
-    n_slow = -(-slow_samples // per_session)
-    tails = continuation_tails(contexts, delta, per_session, n_sessions)
     rows: list[dict] = []
     cells = [(c, k) for c in contexts for k in streams]
-    for context, corpus in tqdm(cells, desc=f"continuations {tok.name}", disable=not progress):
-        sessions = session_cells(
-            streams[corpus], context, delta, per_session, n_sessions, tails[context]
-        )
+    for i, (context, corpus) in enumerate(
+        tqdm(cells, desc=f"continuations {tok.name}", disable=not progress)
+    ):
+        objs = first if i == 0 else objects()  # a cell's own objects (see the docstring)
+        layout, tail_from = layouts[corpus]
+        sessions = session_cells(layout, context, delta, per_session, n_sessions, tail_from)
         for s, (prefix, deltas) in enumerate(sessions):
             k = s % len(available)  # rotate: no method always runs first, on cold caches
             for method in available[k:] + available[:k]:
                 if context >= slow_from and method in slow and s >= n_slow:
                     continue
-                got = runs[method](f"c-{corpus}-{context}-{s}", prefix, deltas)
+                got = runs[method](objs, f"c-{corpus}-{context}-{s}", prefix, deltas)
                 times, ctx = got[0], got[-1]
                 paths = got[1] if method.startswith("tier") else None
                 exact = got[2] if method.startswith("tier") else None
-                for i, ms in enumerate(times):
+                for j, ms in enumerate(times):
                     rows.append({
                         "tokenizer": tok.name, "corpus": corpus, "context": context,
-                        "delta": delta, "method": method, "session": s, "sample": i,
-                        "context_chars": ctx[i], "ms": ms,
-                        "path": paths[i] if paths else "full", "exact": exact,
+                        "delta": delta, "method": method, "session": s, "sample": j,
+                        "context_chars": ctx[j], "ms": ms,
+                        "path": paths[j] if paths else "full", "exact": exact,
                     })  # fmt: skip
+        del objs
+        first = None
+        gc.collect()  # the cell's engines and caches go before the next cell's are built
     return rows
 
 
