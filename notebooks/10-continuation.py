@@ -47,7 +47,7 @@ for sub in ("tables", "figures", "runs"):
     (results / sub).mkdir(parents=True, exist_ok=True)
 sns.set_theme(style="whitegrid")
 trajs = streams.load_trajectories(Path(archive))
-need = max(contexts) + len(contexts) * delta * (samples + 2) * 2  # disjoint continuations per context
+need = max(contexts) + len(contexts) * delta * (samples + 2) * 2  # seeds plus the held-out continuations
 multilingual = "".join(corpus.pycountry_documents())
 
 # %%
