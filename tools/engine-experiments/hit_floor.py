@@ -119,7 +119,7 @@ def pieces_no_hints(n, cps, fl, fold, family, u8, char_start, ls, le, lid, bt, e
                     nxt, prv, heap, cache, lcache, out, ring):  # fmt: skip
     return encode_range_no_hints(0, n, cps, fl, fold, family, u8, char_start, ls, le, lid, 0, 0,
                                  bt, ends, sym, rank, nxt, prv, heap, cache, lcache, out, out, out,
-                                 0, False, ring)  # fmt: skip
+                                 0, False, ring, False)  # fmt: skip
 
 
 def p50_ms(fn, *args, reps=7):
