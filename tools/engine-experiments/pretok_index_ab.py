@@ -67,27 +67,18 @@ def signed(cps, fl, fold, family, classes, table, pairs, hi, ends):
 
 
 @numba.njit(nogil=True)
-def chain_only(cps, classes, pairs, hi):
-    st = 0
+def pair_reads(cps, classes, pairs, hi, chained):
+    """The pair reads alone: each from the state the previous one gave (``chained``), or all
+    from one fixed state (the same reads without the chain)."""
+    st = 0 if chained else 1024
     i = 0
     acc = 0
     while i + 1 < hi:
         y = pairs[np.uint64(st) + (np.uint64(classes[cps[i]]) << np.uint64(5))
                   + np.uint64(classes[cps[i + 1]])]  # fmt: skip
         acc += y & 3
-        st = y & ~7
-        i += 2
-    return acc
-
-
-@numba.njit(nogil=True)
-def no_chain(cps, classes, pairs, hi):
-    i = 0
-    acc = 0
-    while i + 1 < hi:
-        y = pairs[np.uint64(1024) + (np.uint64(classes[cps[i]]) << np.uint64(5))
-                  + np.uint64(classes[cps[i + 1]])]  # fmt: skip
-        acc += y & 3
+        if chained:
+            st = y & ~7
         i += 2
     return acc
 
@@ -109,8 +100,8 @@ def main(name: str, kind: str) -> None:
     fns = {
         "library (unsigned)": lambda: library(*args, a),
         "signed": lambda: signed(*args, b),
-        "chain only": lambda: chain_only(p.cps, bt.pre_classes, bt.pre_pairs, p.n),
-        "no chain": lambda: no_chain(p.cps, bt.pre_classes, bt.pre_pairs, p.n),
+        "chain only": lambda: pair_reads(p.cps, bt.pre_classes, bt.pre_pairs, p.n, True),
+        "no chain": lambda: pair_reads(p.cps, bt.pre_classes, bt.pre_pairs, p.n, False),
     }
     res = {k: [] for k in fns}
     for r in range(21):
