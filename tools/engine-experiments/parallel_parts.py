@@ -1,8 +1,11 @@
 """Where a two-core encode's time goes, against one thread (one process, warm engine):
-per 1M slice, P50 over slices and rounds of the serial steps around the parts -- the str's
-UTF-8 (``utf8_array``), the cut search (``_part_bounds``), the join (``_join_parts``) -- the
-parts themselves on two threads (``run_chunks``), the parts one after another on one thread,
-and the whole text in one call.  Usage:
+per 1M slice, P50 over slices and rounds of the serial steps around the parts and the parts
+themselves on two threads (``run_chunks``), the parts one after another on one thread, and
+the whole text in one call -- timed on the path ``encode_parallel`` takes for that slice:
+an all-ASCII str makes its UTF-8 up front (``utf8_array``, serial) and finds its cuts in the
+bytes (``_part_bounds``); any other str finds its cuts in the str (``char_part_bounds``) and
+each part makes its own UTF-8 on the thread that encodes it (``_encode_str_parts``), so its
+"utf8" row is 0 (the per-part encodes are inside the parts' rows).  Usage:
 ``.venv/bin/python tools/engine-experiments/parallel_parts.py NAME KIND [SLICES]``.
 """
 
@@ -28,6 +31,10 @@ def _part_encoder(eng, u8):
     return lambda j: eng._encode_bytes(u8[j[0] : j[1]], False)
 
 
+def _str_part_encoder(eng, text):
+    return lambda j: eng._encode_bytes(utf8_array(text, lo=j[0], hi=j[1]), False)
+
+
 def _serially(one, jobs):
     return [one(j) for j in jobs]
 
@@ -42,12 +49,19 @@ def main(name: str, kind: str, n: int = 8) -> None:
         eng.encode_ids(text, threads=1)
     for _ in range(3):
         for text in texts:
-            t, u8 = _ms(utf8_array, text)
-            rec["utf8"].append(t)
-            t, bounds = _ms(eng._part_bounds, u8, cpu.chunk_count(u8.size, 2))
+            u8 = utf8_array(text)
+            if text.isascii():  # encode_parallel's byte path
+                t, u8 = _ms(utf8_array, text)
+                rec["utf8"].append(t)
+                t, bounds = _ms(eng._part_bounds, u8, cpu.chunk_count(u8.size, 2))
+                one = _part_encoder(eng, u8)
+            else:  # its str path: cuts in the str, each part's UTF-8 made in the part
+                rec["utf8"].append(0.0)
+                t, bounds = _ms(cpu.char_part_bounds, text, cpu.chunk_count(len(text), 2),
+                                eng._cut_args())  # fmt: skip
+                one = _str_part_encoder(eng, text)
             rec["bounds"].append(t)
             jobs = list(pairwise(bounds))
-            one = _part_encoder(eng, u8)
             t, results = _ms(cpu.run_chunks, eng._parts, jobs, 2, one)
             rec["parts 2 threads"].append(t)
             t, _ = _ms(cpu._join_parts, results, False)
