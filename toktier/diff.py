@@ -80,34 +80,8 @@ def _str_forward(a, a0, b, b0, n):
         while i + _MEM_BLOCK <= n * ka and _memcmp(pa + i, pb + i, _MEM_BLOCK) == 0:
             i += _MEM_BLOCK
         i //= ka
-        return i + _str_forward_loop(a, a0 + i, b, b0 + i, n - i)
-    return _str_forward_loop(a, a0, b, b0, n)
-
-
-@numba.njit(cache=True, nogil=True, boundscheck=False)
-def _str_forward_loop(a, a0, b, b0, n):
-    ka = a._kind
-    kb = b._kind
-    if ka == 1:
-        x1 = numba.carray(a._data, len(a), np.uint8)
-        if kb == 1:
-            return _forward(x1, a0, numba.carray(b._data, len(b), np.uint8), b0, n)
-        if kb == 2:
-            return _forward(x1, a0, numba.carray(b._data, len(b), np.uint16), b0, n)
-        return _forward(x1, a0, numba.carray(b._data, len(b), np.uint32), b0, n)
-    if ka == 2:
-        x2 = numba.carray(a._data, len(a), np.uint16)
-        if kb == 1:
-            return _forward(x2, a0, numba.carray(b._data, len(b), np.uint8), b0, n)
-        if kb == 2:
-            return _forward(x2, a0, numba.carray(b._data, len(b), np.uint16), b0, n)
-        return _forward(x2, a0, numba.carray(b._data, len(b), np.uint32), b0, n)
-    x4 = numba.carray(a._data, len(a), np.uint32)
-    if kb == 1:
-        return _forward(x4, a0, numba.carray(b._data, len(b), np.uint8), b0, n)
-    if kb == 2:
-        return _forward(x4, a0, numba.carray(b._data, len(b), np.uint16), b0, n)
-    return _forward(x4, a0, numba.carray(b._data, len(b), np.uint32), b0, n)
+        return i + _str_loop(a, a0 + i, b, b0 + i, n - i, False)
+    return _str_loop(a, a0, b, b0, n, False)
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -122,34 +96,43 @@ def _str_backward(a, ae, b, be, n):
                                                    _MEM_BLOCK) == 0:  # fmt: skip
             i += _MEM_BLOCK
         i //= ka
-        return i + _str_backward_loop(a, ae - i, b, be - i, n - i)
-    return _str_backward_loop(a, ae, b, be, n)
+        return i + _str_loop(a, ae - i, b, be - i, n - i, True)
+    return _str_loop(a, ae, b, be, n, True)
+
+
+@numba.njit(inline="always")
+def _walk(x, i, y, j, n, backward):
+    """``_backward(x, i, y, j, n)`` if ``backward`` else ``_forward(x, i, y, j, n)``."""
+    if backward:
+        return _backward(x, i, y, j, n)
+    return _forward(x, i, y, j, n)
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def _str_backward_loop(a, ae, b, be, n):
+def _str_loop(a, i, b, j, n, backward):
+    """``_walk`` over the two strs' own buffers, read at their widths (1, 2 or 4 bytes)."""
     ka = a._kind
     kb = b._kind
     if ka == 1:
         x1 = numba.carray(a._data, len(a), np.uint8)
         if kb == 1:
-            return _backward(x1, ae, numba.carray(b._data, len(b), np.uint8), be, n)
+            return _walk(x1, i, numba.carray(b._data, len(b), np.uint8), j, n, backward)
         if kb == 2:
-            return _backward(x1, ae, numba.carray(b._data, len(b), np.uint16), be, n)
-        return _backward(x1, ae, numba.carray(b._data, len(b), np.uint32), be, n)
+            return _walk(x1, i, numba.carray(b._data, len(b), np.uint16), j, n, backward)
+        return _walk(x1, i, numba.carray(b._data, len(b), np.uint32), j, n, backward)
     if ka == 2:
         x2 = numba.carray(a._data, len(a), np.uint16)
         if kb == 1:
-            return _backward(x2, ae, numba.carray(b._data, len(b), np.uint8), be, n)
+            return _walk(x2, i, numba.carray(b._data, len(b), np.uint8), j, n, backward)
         if kb == 2:
-            return _backward(x2, ae, numba.carray(b._data, len(b), np.uint16), be, n)
-        return _backward(x2, ae, numba.carray(b._data, len(b), np.uint32), be, n)
+            return _walk(x2, i, numba.carray(b._data, len(b), np.uint16), j, n, backward)
+        return _walk(x2, i, numba.carray(b._data, len(b), np.uint32), j, n, backward)
     x4 = numba.carray(a._data, len(a), np.uint32)
     if kb == 1:
-        return _backward(x4, ae, numba.carray(b._data, len(b), np.uint8), be, n)
+        return _walk(x4, i, numba.carray(b._data, len(b), np.uint8), j, n, backward)
     if kb == 2:
-        return _backward(x4, ae, numba.carray(b._data, len(b), np.uint16), be, n)
-    return _backward(x4, ae, numba.carray(b._data, len(b), np.uint32), be, n)
+        return _walk(x4, i, numba.carray(b._data, len(b), np.uint16), j, n, backward)
+    return _walk(x4, i, numba.carray(b._data, len(b), np.uint32), j, n, backward)
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
