@@ -16,27 +16,16 @@ import time
 
 import numba
 import numpy as np
-from fresh_piece_set import distinct_multi_pieces
+from fresh_piece_set import distinct_multi_pieces, seq_all
 
 from toktier.engine import cpu
 from toktier.engine import rules as R
 
-merges_only = cpu.RULES.merges_only
 premerged_start = cpu.RULES.premerged_start
 merged_token = cpu.RULES.merged_token
 pair_code = cpu.RULES.pair_code
 NO_PAIR = R.NO_PAIR
 W = 16
-
-
-@numba.njit(cache=False, nogil=True)
-def engine_loop(u8, starts, ends, bt, sym, rank, nxt, prv, heap, out, offs):
-    n = 0
-    for p in range(starts.size):
-        offs[p] = n
-        n = merges_only(u8, starts[p], ends[p], bt, sym, rank, nxt, prv, heap, out, n)
-    offs[starts.size] = n
-    return n
 
 
 @numba.njit(cache=False, nogil=True)
@@ -82,7 +71,7 @@ def main(name: str, kind: str = "multi") -> None:
     big = np.ones(64 << 20, np.uint8)
     o1, f1 = np.empty_like(ps.out), np.empty(st.size + 1, np.int64)
     o2, f2 = np.empty_like(ps.out), np.empty(st.size + 1, np.int64)
-    runs = {"engine": lambda: engine_loop(ps.u8, st, en, ps.bt, sym, rank, nxt, prv, heap, o1, f1),
+    runs = {"engine": lambda: seq_all(ps.u8, st, en, ps.bt, sym, rank, nxt, prv, heap, o1, f1),
             "fixed width": lambda: fixed_loop(ps.u8, st, en, ps.bt, sym, rank, o2, f2)}
     times = {k: [] for k in runs}
     for r in range(10):
