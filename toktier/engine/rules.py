@@ -516,9 +516,10 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None):
                 # entry's state is a row offset already, so the chain of reads is one add
                 # and one load a pair: ~8% faster than shifting a single-table offset).
                 # The index is unsigned: with a signed one numba adds a negative-index
-                # wraparound (a compare and a select) to the chain of reads: the stage 0-24%
-                # faster without it (results/runs/engine-ab/pretok-unsigned-index.txt) (and a narrow class or state shifted left must
-                # not wrap: the simulator computes in the arrays' own types).
+                # wraparound (a compare and a select) to the chain of reads: the stage is
+                # 0-24% faster without it (results/runs/engine-ab/pretok-unsigned-index.txt).
+                # A narrow class or state shifted left must not wrap either: the simulator
+                # computes in the arrays' own types.
                 y = pairs[np.uint64(st) + (np.uint64(classes[cps[i]]) << np.uint64(5))
                           + np.uint64(classes[cps[i + 1]])]
                 if (y & 4) == 0:
