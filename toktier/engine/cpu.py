@@ -47,9 +47,14 @@ from .tables import EngineTables, EngineUnsupported, build_premerge
 
 CACHE_DIR = _jit.use_engine_cache()  # before any decorator below
 # The rules are compiled for their callers' plain argument types (``jit.unliteral``: a
-# third less cold compile time).
+# third less cold compile time).  The two a fresh piece's merges call per piece are inlined
+# into their callers (``rules.make``'s ``jit_inline``; whole encodes with every piece merged
+# 0.78-0.95x the time, results/runs/engine-ab/merge-calls.txt); their callers are rules
+# too, compiled without NRT: inlined into a function that has it they gain nothing.
 RULES = _rules.make(_jit.unliteral(numba.njit(cache=True, nogil=True, _nrt=False)),
-                    _jit.prefetch_row, _jit.Atomics, _jit.load_word)  # fmt: skip
+                    _jit.prefetch_row, _jit.Atomics, _jit.load_word,
+                    _jit.unliteral(numba.njit(cache=True, nogil=True, _nrt=False,
+                                              inline="always")))  # fmt: skip
 # numba resolves callees as module globals, not attributes:
 CACHE_SLOTS = _rules.CACHE_SLOTS
 CACHE_COLS = _rules.CACHE_COLS

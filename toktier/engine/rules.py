@@ -156,8 +156,14 @@ if RING_SLOTS & (RING_SLOTS - 1) or RING_SLOTS <= PREFETCH_AHEAD:
     raise ValueError("RING_SLOTS must be a power of two above PREFETCH_AHEAD")
 
 
-def make(jit, prefetch_row=None, atomics=None, load_word=None):
+def make(jit, prefetch_row=None, atomics=None, load_word=None, jit_inline=None):
     """Compile the rules with ``jit``; returns a namespace object of compiled functions.
+
+    ``jit_inline`` (default ``jit``) compiles ``merges_only`` and ``merge_small``, which a
+    fresh piece calls once each, to be inlined into their callers (numba's
+    ``inline="always"`` on the CPU): as real calls each copied the whole ``BpeTables``
+    tuple onto the stack, and the merges of 54K distinct pieces took ~30% longer
+    (``tools/engine-experiments/merge_calls.py``).
 
     ``prefetch_row(array, row)`` is a memory hint (``jit.prefetch_row`` on the CPU);
     without one (GPU, simulator) it compiles to nothing.  Hints never change results.
@@ -167,6 +173,8 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None):
     threads share the caches); without it, plain accesses (the GPU's ranges give
     each thread its own caches).
     """
+    if jit_inline is None:
+        jit_inline = jit
     if prefetch_row is None:
 
         @jit
@@ -645,7 +653,7 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None):
             return code >> (32 + PRIO_GROUP_BITS)
         return bt.merged[code >> 32]
 
-    @jit
+    @jit_inline
     def merge_small(sym, rank, n, bt):
         """Merge ``sym[:n]`` in place, ``rank[:n - 1]`` holding the pairs' codes (linear min
         search); returns the new length.  Lowest rank first, leftmost among equals (the
@@ -810,7 +818,7 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None):
             n += 1
         return n
 
-    @jit
+    @jit_inline
     def merges_only(u8, b0, b1, bt, sym, rank, nxt, prv, heap, out, n_out):
         """``bpe_merge`` without the ``ignore_merges`` vocabulary check."""
         length = b1 - b0

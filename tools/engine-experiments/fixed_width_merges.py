@@ -28,7 +28,7 @@ NO_PAIR = R.NO_PAIR
 W = 16
 
 
-@numba.njit(cache=False, nogil=True)
+@numba.njit(cache=False, nogil=True, _nrt=False)
 def fixed_loop(u8, starts, ends, bt, sym, rank, out, offs):
     n_out = 0
     for p in range(starts.size):

@@ -19,7 +19,7 @@ MAXL = 24  # bytes: the longest piece kept (the engine's small-piece merge loop)
 merges_only = cpu.RULES.merges_only
 
 
-@numba.njit(cache=False, nogil=True)
+@numba.njit(cache=False, nogil=True, _nrt=False)  # as the rules: merges_only inlines here
 def seq_all(u8, starts, ends, bt, sym, rank, nxt, prv, heap, out, offs):
     """The engine's ``merges_only`` over every piece, one at a time; ``offs`` its outputs' starts."""
     n = 0

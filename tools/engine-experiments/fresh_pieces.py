@@ -79,7 +79,7 @@ print(f"slice 1: {len(ps):,} pieces, {len(set(ps)):,} distinct, {len(fresh):,} u
       f"of <= {rules.CACHE_MAX_BYTES} bytes, {len(long_)} longer")  # fmt: skip
 
 
-@numba.njit(cache=False)
+@numba.njit(cache=False, _nrt=False)
 def engine_merges(u8, offs, bt, sym, rank, nxt, prv, heap, out):
     n = 0
     for i in range(offs.size - 1):
@@ -87,7 +87,7 @@ def engine_merges(u8, offs, bt, sym, rank, nxt, prv, heap, out):
     return n
 
 
-@numba.njit(cache=False)
+@numba.njit(cache=False, _nrt=False)
 def linked_merges(u8, offs, bt, sym, rank, nxt, prv, heap, out):
     """The rank-array merges without shifting: merged-away positions stay, ranked NO_PAIR,
     neighbours by links, every scan over the piece's first length."""

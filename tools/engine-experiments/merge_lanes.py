@@ -45,7 +45,7 @@ def _pf(bt, left, right):
     prefetch_row(pf, b >> 6)
 
 
-@numba.njit(cache=False, nogil=True)
+@numba.njit(cache=False, nogil=True, _nrt=False)
 def lanes_all(u8, starts, ends, bt, K, sym, rank, nl, pend, piece, out_tok, out_len):
     """sym/rank: [K, MAXL]; pieces of <= MAXL bytes; out_tok[p, :] tokens of piece p."""
     npieces = starts.size
@@ -124,7 +124,7 @@ def pc_nofilter(bt, left, right):
         h = (h + 1) & mask
 
 
-@numba.njit(cache=False, nogil=True)
+@numba.njit(cache=False, nogil=True, _nrt=False)
 def seq_variant(u8, starts, ends, bt, sym, rank, out, offs, variant):
     n_out = 0
     for p in range(starts.size):

@@ -17,7 +17,7 @@ R = cpu.RULES
 premerged_start = R.premerged_start
 
 
-@numba.njit(cache=False, nogil=True)
+@numba.njit(cache=False, nogil=True, _nrt=False)
 def init_all(u8, starts, ends, bt, sym, rank):
     """Only the start of each piece's merges: the symbols left for the merge loop, summed."""
     total = 0
