@@ -19,15 +19,25 @@ MAXL = 24  # bytes: the longest piece kept (the engine's small-piece merge loop)
 merges_only = cpu.RULES.merges_only
 
 
-@numba.njit(cache=False, nogil=True, _nrt=False)  # as the rules: merges_only inlines here
-def seq_all(u8, starts, ends, bt, sym, rank, nxt, prv, heap, out, offs):
-    """The engine's ``merges_only`` over every piece, one at a time; ``offs`` its outputs' starts."""
-    n = 0
-    for p in range(starts.size):
-        offs[p] = n
-        n = merges_only(u8, starts[p], ends[p], bt, sym, rank, nxt, prv, heap, out, n)
-    offs[starts.size] = n
-    return n
+def over_pieces(merge, nrt=False):
+    """A compiled loop of ``merge`` (``merges_only``'s signature) over every piece, one at a
+    time, ``offs`` its outputs' starts.  Without NRT by default, as the rules: inlined into a
+    function compiled with NRT, ``merges_only`` loses a third of its speed
+    (``results/runs/engine-ab/merge-calls.txt``)."""
+
+    @numba.njit(cache=False, nogil=True, _nrt=nrt)
+    def run(u8, starts, ends, bt, sym, rank, nxt, prv, heap, out, offs):
+        n = 0
+        for p in range(starts.size):
+            offs[p] = n
+            n = merge(u8, starts[p], ends[p], bt, sym, rank, nxt, prv, heap, out, n)
+        offs[starts.size] = n
+        return n
+
+    return run
+
+
+seq_all = over_pieces(merges_only)  # the engine's merges_only over every piece
 
 
 class PieceSet(NamedTuple):

@@ -97,19 +97,6 @@ def merges_slim(u8, b0, b1, bt, sym, rank, nxt, prv, heap, out, n_out):
     return n_out + m
 
 
-def over_pieces(merge, nrt=False):
-    @numba.njit(cache=False, nogil=True, _nrt=nrt)
-    def run(u8, starts, ends, bt, sym, rank, nxt, prv, heap, out, offs):
-        n = 0
-        for p in range(starts.size):
-            offs[p] = n
-            n = merge(u8, starts[p], ends[p], bt, sym, rank, nxt, prv, heap, out, n)
-        offs[starts.size] = n
-        return n
-
-    return run
-
-
 def main():
     name = sys.argv[1]
     kind = sys.argv[2] if len(sys.argv) > 2 else "multi"
@@ -119,6 +106,7 @@ def main():
     if not ps.bt.pm_index.size > 1:
         raise SystemExit(f"{name}: no up-front pair merges; merges_slim assumes them")
     args = (ps.u8, ps.st, ps.en, ps.bt, *ps.scratch)
+    over_pieces = F.over_pieces
     arms = {
         "calls": over_pieces(CALLS.merges_only),
         "inlined": over_pieces(RULES.merges_only),
