@@ -9,24 +9,15 @@ import sys
 import time
 
 import numpy as np
+from session_loop import protocol_tier
 
 import toktier.store as S
 import toktier.tier as T
-from toktier import Tier, load
 from toktier.bench import continuation as C
-from toktier.bench.streams import load_trajectories
-from toktier.bench.timing import private_engine, time_ms
-from toktier.campaigns import corpus
-from toktier.workload import archives
+from toktier.bench.timing import time_ms
 
 name = sys.argv[1]
-trajs = load_trajectories(archives.find_archive("mini-swe-agent"))
-multi = "".join(corpus.pycountry_documents())
-streams = C.standard_streams(trajs, name, 48000 + 2 * 1100 * 102 * 2, multi)
-tok = load(name)
-tier = Tier(tok, engine=private_engine(tok), verify_rate=0, delta_aware=False)
-for st in streams.values():
-    tier.engine.encode(st[:48000])
+streams, tier = protocol_tier(name)
 acc = collections.defaultdict(list)
 
 
