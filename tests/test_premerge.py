@@ -53,6 +53,50 @@ def _both_ways(bt, pieces: list[bytes]):
     return results
 
 
+_merge_small = cpu.RULES.merge_small
+_merge_large = cpu.RULES.merge_large
+
+
+@numba.njit(cache=False)
+def _merge_both(u8, bt):
+    """The tokens of the piece ``u8`` from the heap loop and from the rank-array loop."""
+    n = u8.size
+    out = []
+    for large in (True, False):
+        sym = np.empty(n + 1, np.int64)
+        rank = np.empty(n + 1, np.int64)
+        nxt = np.empty(n + 1, np.int64)
+        prv = np.empty(n + 1, np.int64)
+        heap = np.empty(3 * n + 3, np.int64)
+        for k in range(n):
+            sym[k] = bt.byte_ids[u8[k]]
+        for k in range(n - 1):
+            rank[k] = bt.byte_pairs[(int(u8[k]) << 8) | int(u8[k + 1])]
+        if large:
+            m = _merge_large(sym, rank, nxt, prv, heap, n, bt)
+        else:
+            m = _merge_small(sym, rank, n, bt)
+        out.append(sym[:m].copy())
+    return out[0], out[1]
+
+
+_long_pieces = st.one_of(
+    st.text(st.characters(codec="utf-8", categories=("L", "M", "N", "P", "S", "Zs")),
+            min_size=9, max_size=120).map(lambda s: s.encode("utf-8")),
+    st.binary(min_size=25, max_size=300),
+    st.builds(lambda w, k: (w * k)[:400], st.binary(min_size=1, max_size=6),
+              st.integers(5, 120)),  # repeats: many equal ranks, many stale heap entries
+).filter(lambda b: len(b) > R.SMALL_PIECE)
+
+
+@given(piece=_long_pieces)
+def test_heap_merges_equal_the_rank_array_merges(engine, piece):
+    """``merge_large`` (a piece over SMALL_PIECE bytes) gives exactly ``merge_small``'s
+    tokens: lowest rank first, leftmost among equals, stale heap entries skipped."""
+    heap_ids, scan_ids = _merge_both(np.frombuffer(piece, np.uint8), engine.bpe)
+    assert heap_ids.tolist() == scan_ids.tolist()
+
+
 @pytest.fixture(scope="module", params=BYTE_BPE)
 def engine(request):
     return engine_for(toktier.load(request.param))
