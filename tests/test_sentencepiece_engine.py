@@ -149,6 +149,18 @@ def test_piece_cache_never_changes_output(engine):
     _assert_exact(engine, text)
 
 
+def test_clearing_the_piece_cache_empties_it_and_stays_exact(engine):
+    """``clear_piece_caches`` (the empty-cache measurement) leaves no row a lookup can hit,
+    and the next encodes merge every piece again, exactly."""
+    text = " données 漢字 (self.__init__) [INST] Camel Case ok " * 40
+    _assert_exact(engine, text)  # fills the cache
+    assert np.flatnonzero(engine._cache()[:, 0]).size
+    engine.clear_piece_caches()
+    assert not engine._cache().any()
+    _assert_exact(engine, text)
+    assert np.flatnonzero(engine._cache()[:, 0]).size  # stored again
+
+
 def test_pieces_only_cut_where_no_entry_spans(engine):
     """Every pair the engine treats as unjoinable is adjacent in no vocabulary entry."""
     from toktier.engine.sentencepiece import _joinable

@@ -253,6 +253,11 @@ class SentencePieceEngine:
         (``rules`` short-cache rows, each a seqlock: see ``CpuEngine._cache``)."""
         return self._piece_cache
 
+    def clear_piece_caches(self) -> None:
+        """Forget every remembered piece (``CpuEngine.clear_piece_caches``: the empty-cache
+        measurement; not while another thread encodes)."""
+        self._piece_cache.fill(0)  # zero rows fail their check word: every lookup misses
+
     @property
     def cache_bytes(self) -> int:
         """Bytes of the piece cache: CACHE_SLOTS x 64 B (16 MiB) per engine."""

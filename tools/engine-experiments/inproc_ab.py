@@ -9,7 +9,9 @@ from one minute to the next; alternating in one process resolves a few percent):
     .venv/bin/python tools/engine-experiments/inproc_ab.py llama3 code [SAMPLES [CHARS]]
 
 Per slice (1M characters unless CHARS) of ``bench-engine-targets``' corpora: one-thread ``encode_ids`` fresh (first
-time), warm (again) and with empty piece caches; outputs checked equal.  A KIND ending in
+time), warm (again) and with empty piece caches; outputs checked equal.  Each side's engine is
+its package's ``new_engine`` (the byte-level ``CpuEngine``, or the SentencePiece engine for
+mistral-sp-v1/v3: ``results/runs/engine-ab/sp-merge-inline.txt``).  A KIND ending in
 ``-ascii`` (``code-ascii``) has every non-ASCII character replaced by ``?`` first.  Used for
 ``results/runs/engine-ab/short-map-bytes.txt`` and ``ascii-path.txt``.
 """
@@ -46,7 +48,7 @@ def one(eng, text: str, rec: dict) -> np.ndarray:
 
 def main(name: str, kind: str, samples: int = 8, chars: int = 1_000_000) -> None:
     tok = load(name)
-    engines = {"A": A.CpuEngine(tok), "B": B.CpuEngine(tok)}
+    engines = {"A": A.new_engine(tok), "B": B.new_engine(tok)}
     ascii_only = kind.endswith("-ascii")  # e.g. code-ascii: every non-ASCII character -> "?"
     text = corpora()[kind.removesuffix("-ascii")]
     if ascii_only:
