@@ -62,6 +62,17 @@ def piece_bounds(eng, u8: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return cs[np.concatenate([[0], e[:-1]])], cs[e]
 
 
+def first_of_each(u8: np.ndarray, bs: np.ndarray, be: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Indices of the pieces ``mask`` selects, each distinct piece's first occurrence only."""
+    seen, idx = set(), []
+    for i in np.flatnonzero(mask):
+        key = bytes(u8[bs[i] : be[i]])
+        if key not in seen:
+            seen.add(key)
+            idx.append(i)
+    return np.array(idx, dtype=np.int64)
+
+
 def distinct_multi_pieces(name: str, text_kind: str = "multi", chars: int = 1_000_000) -> PieceSet:
     """The distinct pieces of 2..MAXL bytes that merge into 2+ tokens, in ``chars`` characters
     of pycountry's catalogs (``multi``) or CPython's stdlib (``code``): what an empty piece
@@ -72,13 +83,7 @@ def distinct_multi_pieces(name: str, text_kind: str = "multi", chars: int = 1_00
     u8 = np.frombuffer("".join(docs)[:chars].encode(), np.uint8)
     bs, be = piece_bounds(eng, u8)
     lengths = be - bs
-    seen, idx = set(), []
-    for i in np.flatnonzero((lengths >= 2) & (lengths <= MAXL)):
-        key = bytes(u8[bs[i] : be[i]])
-        if key not in seen:
-            seen.add(key)
-            idx.append(i)
-    idx = np.array(idx)
+    idx = first_of_each(u8, bs, be, (lengths >= 2) & (lengths <= MAXL))
     scratch = (*(np.empty(4096, np.int64) for _ in range(4)), np.empty(3 * 4096, np.int64))
     st, en = bs[idx].astype(np.int64), be[idx].astype(np.int64)
     out = np.empty(int(lengths[idx].sum()) + 16, np.int64)

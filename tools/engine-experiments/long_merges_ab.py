@@ -16,7 +16,7 @@ sys.path.insert(0, "/tmp/abpkg")
 sys.path.insert(0, os.path.dirname(__file__))
 
 import toktier_b.engine.cpu as B
-from fresh_piece_set import over_pieces, piece_bounds
+from fresh_piece_set import first_of_each, over_pieces, piece_bounds
 
 from toktier import load
 from toktier.campaigns import corpus
@@ -28,12 +28,7 @@ tok = load(name)
 eng_a, eng_b = A.engine_for(tok), B.engine_for(tok)
 u8 = np.frombuffer("".join(corpus.pycountry_documents())[:1_000_000].encode(), np.uint8)
 bs, be = piece_bounds(eng_a, u8)
-seen, keep = set(), []
-for i in np.flatnonzero(be - bs > rules.SMALL_PIECE):
-    key = bytes(u8[bs[i] : be[i]])
-    if key not in seen:
-        seen.add(key)
-        keep.append(i)
+keep = first_of_each(u8, bs, be, be - bs > rules.SMALL_PIECE)
 st, en = bs[keep], be[keep]
 longest = int((en - st).max())
 runs = {"A": (over_pieces(A.RULES.merges_only), eng_a.bpe),
