@@ -274,6 +274,32 @@ def test_fresh_str_carries_no_utf8_cache():
     assert fresh_str("") == ""
 
 
+def test_time_method_settles_the_allocator_between_preparing_and_the_clock(monkeypatch):
+    """A method's call is prepared on a copy of the text, then the allocator is settled (what
+    earlier calls freed is sorted outside the clock), then the call alone is timed."""
+    from toktier.bench import timing
+
+    events = []
+    monkeypatch.setattr(timing, "settle_allocator", lambda: events.append("settle"))
+    text = "naïve café " * 20
+
+    def prep(t):
+        events.append(("prep", t == text, t is text))
+        return lambda: events.append("call")
+
+    ms, fn = timing.time_method(prep, text)
+    assert events == [("prep", True, False), "settle", "call"] and ms >= 0
+    fn()
+    assert events[-1] == "call"
+
+
+def test_settle_allocator_stops_within_its_rounds():
+    from toktier.bench.timing import settle_allocator
+
+    assert settle_allocator(rounds=1) == 1
+    assert 1 <= settle_allocator(rounds=3) <= 3
+
+
 def test_engine_targets_give_each_method_its_own_copy(monkeypatch):
     """No method is timed on a str another method has already converted."""
     from toktier.bench import engine_targets

@@ -4,7 +4,9 @@ interleaved, at 48K / 1M / 4.4M characters, for every byte-level tokenizer asked
 Every method encodes the same texts (each sample a different slice of the corpus, so no
 sample repeats another's text), the persistent light methods' order rotated per sample,
 Gigatoken's new object after them and the heavy ones last (``timing.sample_order``), the
-reference's check after the clocks; P50 over the samples (cells below SMALL_CELL_CHARS
+reference's check after the clocks, each call timed on its own copy of the text with the
+allocator settled first (``timing.time_method``: what the call before it freed is not
+charged to it); P50 over the samples (cells below SMALL_CELL_CHARS
 take SMALL_CELL_FACTOR times as many).  Each light method serves one untimed request of
 the cell's size first.  toktier's engine is one warm object as deployed (its piece caches
 hold earlier samples' pieces); Gigatoken gets a new object per sample (empty cache,
@@ -23,7 +25,7 @@ from tqdm.auto import tqdm
 
 from ..campaigns import corpus
 from .full_bench import methods
-from .timing import fresh_str, sample_order, time_ms
+from .timing import fresh_str, sample_order, time_method
 
 METHODS = ("toktier CPU, 1 thread", "toktier CPU, all cores", "Gigatoken, empty cache",
            "fastokens", "HF serial")  # fmt: skip
@@ -89,9 +91,9 @@ def run(tok, sizes, samples: int, *, kinds=KINDS, progress: bool = True,
                 text = tok.hf.normalizer.normalize_str(text)
             checks = []
             for name, prep in sample_order(ms, i):  # a different method follows the heavy ones
-                fn = prep(fresh_str(text))  # no UTF-8 cached by the method before it
+                t, fn = time_method(prep, text)
                 row = {"tokenizer": tok.name, "text": kind, "chars": chars, "method": name,
-                       "sample": i, "ms": time_ms(fn)}  # fmt: skip
+                       "sample": i, "ms": t}  # fmt: skip
                 if name.startswith("toktier"):
                     checks.append((row, np.asarray(fn()).tolist()))
                 rows.append(row)

@@ -14,7 +14,9 @@ Methods (each an ``encode(text)`` callable):
 - HF tokenizers serial (the reference);
 - a clean-room LoPT reproduction (``baselines.lopt``), when present.
 
-The toktier rows are checked against the reference on every sample (not timed).
+Each call is timed on its own copy of the text with the allocator settled first
+(``timing.time_method``).  The toktier rows are checked against the reference on every
+sample (not timed).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from tqdm.auto import tqdm
 
 from ..engine.cpu import new_engine
 from .streams import _segments
-from .timing import fresh_str, sample_order, time_ms
+from .timing import sample_order, time_method
 
 # The paper's Table 4 (qwen3, P50 ms at 100K / 1M / 2M / 4.4M characters, its AMD EPYC 9115 host).
 PAPER_TABLE4_SIZES = (100_000, 1_000_000, 2_000_000, 4_400_000)
@@ -132,8 +134,7 @@ def full_latency(tok, trajs, contexts: list[int], samples: int, *, progress: boo
                     continue  # the reference is minutes per cell at 4.4M: fewer samples
                 if name.startswith("LoPT") and i >= max(3, samples // 4):
                     continue
-                fn = prep(fresh_str(text))  # no UTF-8 cached by the method before it
-                t = time_ms(fn)
+                t, fn = time_method(prep, text)
                 row = {"method": name, "chars": chars, "sample": i, "ms": t}
                 if name.startswith("toktier"):
                     checks.append((row, np.asarray(fn()).tolist()))
@@ -153,7 +154,7 @@ def bulk_throughput(tok, corpora: dict[str, str], *, repeats: int = 2) -> list[d
         for name, prep in ms.items():
             if name.startswith("LoPT"):
                 continue
-            best = min(time_ms(prep(fresh_str(text))) for _ in range(repeats))
+            best = min(time_method(prep, text)[0] for _ in range(repeats))
             rows.append({"method": name, "corpus": corpus, "mb": mb, "ms": best,
                          "mb_per_s": mb / (best / 1e3)})  # fmt: skip
     return rows

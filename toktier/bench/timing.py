@@ -68,9 +68,43 @@ def sample_order(methods: dict, k: int, heavy=("HF", "LoPT"), fresh=("Gigatoken"
             + [m for m in items if m[0].startswith(heavy)])  # fmt: skip
 
 
+SETTLE_BYTES = 1 << 16  # a heap request (under glibc's 128 KiB mmap threshold) past the small bins
+SETTLE_FAST_NS = 50_000  # a request this quick means the free lists are sorted
+
+
+def settle_allocator(rounds: int = 32) -> int:
+    """Let the C allocator sort what earlier calls freed, outside any clock; returns the
+    requests it took.
+
+    Why: after a call that frees many small blocks (the reference's 48K-character encode
+    frees thousands), glibc's first few heap requests past the small bins sort them into
+    bins, up to 10,000 blocks per request: 0.4-0.9 ms each, two or three times, charged to
+    whatever runs next (a str's UTF-8, an output array).  Methods compared one after the
+    other in one process would each pay for the one before them -- the method after the
+    reference 1-3 ms on a 48K cell that takes it 1.5-4 ms
+    (``results/runs/engine-ab/after-reference.txt``).  A few untimed requests here pay it
+    instead; on a sorted heap the first one is already quick.
+    """
+    for k in range(1, rounds + 1):
+        t0 = time.perf_counter_ns()
+        bytearray(SETTLE_BYTES)
+        if time.perf_counter_ns() - t0 < SETTLE_FAST_NS:
+            return k
+    return rounds
+
+
 def time_ms(fn: Callable[[], object]) -> float:
     """Wall time of one call in milliseconds (the result is discarded after the clock stops)."""
     return timed(fn)[0]
+
+
+def time_method(prep: Callable[[str], Callable[[], object]], text: str) -> tuple[float, Callable]:
+    """(milliseconds, the prepared call) of one method's call on ``text``, as the full-encode
+    comparisons time every method: on its own copy of the text (``fresh_str``), the
+    allocator settled after preparing it (``settle_allocator``), then the clock."""
+    fn = prep(fresh_str(text))
+    settle_allocator()
+    return time_ms(fn), fn
 
 
 def summarize(samples_ms) -> dict:
