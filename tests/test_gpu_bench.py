@@ -69,6 +69,7 @@ def test_bench_gpu_smoke_run_under_the_simulator(tmp_path, trajectory_archive):
         (m, c) for m in ("toktier GPU, graph replay", "toktier GPU, eager") for c in (False, True)
     }
     assert rec["parameters"]["fresh_str"] is True  # the protocol the record was timed under
+    assert rec["parameters"]["settled_allocator"] is True
     syncs = rec["host_syncs"]["llama3"]
     assert syncs["toktier GPU, arrays"] == [1] and syncs["toktier GPU, export"] == [2]
     assert {"tokenizer", "method", "chars", "n", "p50", "p90", "p99"} <= set(

@@ -701,7 +701,7 @@ CLAIMS: list[Claim] = [
         "targets counted per cell; GPU: ≤ 0.87 ms at 1M and ≥ 7× Gigatoken empty",
         _full_cpu,
         runs=("full-tokenization.json", "engine-targets*.json", "gpu-*.json"),
-        note="fastokens is a multi-threaded Rust engine and far faster on this machine than in the paper (pinned to one core, 1.6–1.7× the engine's one-thread speed on fresh code and byte-level multilingual text, docs/engine.md 'fastokens per core'); the GPU rows are fresh texts, judged on qwen3 as the paper's (docs/gpu.md).",
+        note="fastokens is a multi-threaded Rust engine and far faster on this machine than in the paper (pinned to one core, 1.6–1.7× the engine's one-thread speed on fresh code and byte-level multilingual text, docs/engine.md 'fastokens per core'); the GPU rows are fresh texts, judged on qwen3 as the paper's (docs/gpu.md); the CPU tables time every call with the allocator settled (since c578741: Gigatoken's empty-cache column had read up to 5× slow at 48K), the GPU records predate that, so their × Gigatoken ratios are overstated.",
     ),
     Claim(
         "F2",

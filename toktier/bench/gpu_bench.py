@@ -37,7 +37,7 @@ from ..errors import ToktierError
 from . import timing
 from .full_bench import fresh_texts
 from .machine import machine_facts
-from .timing import fresh_str, summarize, time_ms
+from .timing import fresh_str, settle_allocator, summarize, time_method
 
 SIZES = [100_000, 1_000_000, 2_000_000, 4_400_000]
 TAIL_CHARS = 50_000
@@ -145,6 +145,7 @@ def latency(tok, eng, trajs, sizes, samples, *, cpu=None, variants=None,
             order = list(gpu_methods.items())
             order = order[i % len(order) :] + order[: i % len(order)]
             for name, fn in order:
+                settle_allocator()  # what the call before freed is not this one's (timing.py)
                 ms, out = _timed(fn)
                 last = engine_of[name].stats()["last_request"]
                 # the check, not timed
@@ -164,9 +165,9 @@ def latency(tok, eng, trajs, sizes, samples, *, cpu=None, variants=None,
                              "graph": last["graph"], "units": last.get("units", False)})  # fmt: skip
             if giga is not None:
                 rows.append({"method": "Gigatoken, empty cache", "chars": chars, "sample": i,
-                             "ms": time_ms(giga(fresh_str(text)))})  # fmt: skip
+                             "ms": time_method(giga, text)[0]})  # fmt: skip
             if cpu is not None:
-                ms = time_ms(partial(cpu.encode_parallel, fresh_str(text)))
+                ms = time_method(lambda t: partial(cpu.encode_parallel, t), text)[0]
                 rows.append({"method": "toktier CPU, all cores", "chars": chars, "sample": i,
                              "ms": ms})  # fmt: skip
     return rows
@@ -322,6 +323,9 @@ def run(
             # every timed call gets its own str copy (``timing.fresh_str``): records without
             # this key timed later methods on a str whose UTF-8 the reference call had cached
             "fresh_str": True,
+            # the allocator settled before every clock (``timing.settle_allocator``): records
+            # without this key charged a timed call for what the call before it had freed
+            "settled_allocator": True,
         },
         "engines": {},
         "latency": [],
