@@ -32,7 +32,7 @@ from ..baselines import FastokensFull, GigatokenPrewarmed, HFFull
 from ..engine.reference import ReferenceEngine
 from ..tier import Tier
 from ..workload.templates import render_segments
-from .timing import fresh_str
+from .timing import fresh_str, settle_allocator
 
 METHODS = (
     "HF full re-encode",
@@ -123,8 +123,11 @@ def frontend_cost(tok, trajs, *, methods=METHODS, progress: bool = True) -> list
             got = []
             prev = 0
             for k, prompt in enumerate(prompts):
-                cpu, wall, (out, path) = _timed(  # a copy: no UTF-8 cached by another method
-                    partial(call, traj.session, fresh_str(prompt)))
+                # a copy: no UTF-8 cached by another method; then what earlier calls (another
+                # method's, a new Gigatoken object's construction) freed is sorted unclocked
+                fn = partial(call, traj.session, fresh_str(prompt))
+                settle_allocator()
+                cpu, wall, (out, path) = _timed(fn)
                 # what the call re-tokenized: a repair its window, any other path the text
                 scanned = out.window_chars if path == "repair" else len(prompt)
                 rows.append({
