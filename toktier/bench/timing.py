@@ -77,12 +77,12 @@ def settle_allocator(rounds: int = 32) -> int:
     requests it took.
 
     Why: after a call that frees many small blocks (the reference's 48K-character encode
-    frees thousands), glibc's first few heap requests past the small bins sort them into
-    bins, up to 10,000 blocks per request: 0.4-0.9 ms each, two or three times, charged to
-    whatever runs next (a str's UTF-8, an output array).  Methods compared one after the
-    other in one process would each pay for the one before them -- the method after the
-    reference 1-3 ms on a 48K cell that takes it 1.5-4 ms
-    (``results/runs/engine-ab/after-reference.txt``).  A few untimed requests here pay it
+    frees tens of thousands, a new Gigatoken object's construction 30,000-110,000), glibc's
+    next heap requests past the small bins sort them into bins, up to 10,000 blocks per
+    request: 0.4-1.3 ms each, charged to whatever runs next (a str's UTF-8, an output
+    array, a new object's first encode: Gigatoken's empty-cache 48K cells read 3-13x slow).
+    Methods compared one after the other in one process would each pay for what ran
+    before them (``results/runs/engine-ab/after-reference.txt``).  A few untimed requests here pay it
     instead; on a sorted heap the first one is already quick.
     """
     for k in range(1, rounds + 1):
