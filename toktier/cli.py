@@ -540,19 +540,44 @@ def _cmd_bench_continuation(args) -> int:
     trajs = load_trajectories(archive)  # once for every tokenizer
     multilingual = "".join(corpus.pycountry_documents())
     need = max(args.contexts) + len(args.contexts) * args.delta * (args.samples + 2) * 2
+    tagger = None
+    if args.by_contention:
+        from .bench.contention import ContentionTagger
+
+        tagger = ContentionTagger()
+        floor = tagger.calibrate()
+        print(f"contention probe floor {floor:.1f} us (a call is tagged contended when its probe "
+              f"reads over {tagger.ratio}x that)")  # fmt: skip
     rows = []
     for name in args.tokenizers.split(","):
         streams = continuation.standard_streams(trajs, name, need, multilingual)
         rows += continuation.continuation_latency(
             load(name), streams, args.contexts, delta=args.delta, samples=args.samples,
-            slow_samples=args.samples, methods=methods, progress=not args.quiet,
+            slow_samples=args.samples, methods=methods, progress=not args.quiet, tagger=tagger,
         )  # fmt: skip
+    if tagger is not None:
+        tagger.retag(rows)  # against the run's fastest probe
     table = continuation.summarize(rows)
     _write_csv(args.out, table)
-    _write_json(args.run, {"machine": machine.machine_facts(), "delta": args.delta, "rows": rows})
+    run = {"machine": machine.machine_facts(), "delta": args.delta, "rows": rows}
+    if tagger is not None:
+        run["contention"] = {"floor_us": tagger.floor, "ratio": tagger.ratio}
+    _write_json(args.run, run)
     for r in table:
         print(f"{r['tokenizer']:14s} {r['corpus']:13s} {r['context']:>9,} {r['method']:28s} "
               f"P50 {r['p50_us']:10,.0f} us  exact: {r['exact']}")  # fmt: skip
+    if tagger is not None:
+        from .bench.contention import summarize_by_state
+
+        by_state = summarize_by_state(rows, ("tokenizer", "corpus", "context", "method"))
+        state_out = Path(args.out).with_name(Path(args.out).stem + "-by-state.csv")
+        _write_csv(state_out, by_state)
+        for r in by_state:
+            if r["state"] != "all":
+                print(f"{r['tokenizer']:14s} {r['corpus']:13s} {r['context']:>9,} "
+                      f"{r['method']:28s} {r['state']:14s} n={r['n']:4d} P50 "
+                      f"{r['p50_us']:10,.0f} us")  # fmt: skip
+        print(f"per state -> {state_out}")
     inexact = sum(1 for r in table if r["exact"] is False)
     print(f"tier cells not equal to the reference: {inexact}; -> {args.out}, {args.run}")
     return 0 if inexact == 0 else 1
@@ -834,6 +859,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--archive")
     s.add_argument("--out", default="results/tables/continuation-extra.csv")
     s.add_argument("--run", default="results/runs/continuation-extra.json")
+    s.add_argument(
+        "--by-contention",
+        action="store_true",
+        help="probe the core before each timed call (bench.contention) and also report P50 "
+        "per state (contended / not) in OUT's -by-state.csv",
+    )
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=_cmd_bench_continuation)
 

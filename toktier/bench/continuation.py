@@ -112,8 +112,9 @@ def session_cells(stream: str, context: int, delta: int, per_session: int, sessi
 
 
 def _tier_samples(tier: Tier, sid: str, prefix: str, deltas: list[str], full_text: bool,
-                  reference: Callable[[str], np.ndarray]):  # fmt: skip
-    """Time ``len(deltas) - 1`` continuations (the first is an untimed warm-up)."""
+                  reference: Callable[[str], np.ndarray], tags: list | None = None):  # fmt: skip
+    """Time ``len(deltas) - 1`` continuations (the first is an untimed warm-up); with
+    ``tags`` (a list with a ``ContentionTagger`` first), each timed call's tag is appended."""
     tier.close(sid)
     tier.encode(prefix, session=sid)
     text = prefix + deltas[0]
@@ -126,6 +127,7 @@ def _tier_samples(tier: Tier, sid: str, prefix: str, deltas: list[str], full_tex
         ctx.append(len(text))
         text += d
         holder = {}
+        _tag(tags)
         if full_text:
             ms = time_ms(lambda t=text, h=holder: h.setdefault("r", tier.encode(t, session=sid)))
         else:
@@ -137,15 +139,24 @@ def _tier_samples(tier: Tier, sid: str, prefix: str, deltas: list[str], full_tex
     return out, paths, ok, ctx
 
 
-def _baseline_samples(fn: Callable[[str], object], prefix, deltas, prewarm=None):
+def _baseline_samples(fn: Callable[[str], object], prefix, deltas, prewarm=None,
+                      tags: list | None = None):  # fmt: skip
     text = prefix + deltas[0]
     (prewarm or fn)(text)  # untimed: warms the object (and a prewarmed cache with the session)
     out, ctx = [], []
     for d in deltas[1:]:
         ctx.append(len(text))
         text += d
+        _tag(tags)
         out.append(time_ms(lambda t=text: fn(t)))
     return out, ctx
+
+
+def _tag(tags: list | None) -> None:
+    """Probe the core's state just before a timed call (``bench.contention``): appended to
+    ``tags[1:]``, ``tags[0]`` being the tagger.  Untimed: the clock starts after it."""
+    if tags is not None:
+        tags.append(tags[0].tag())
 
 
 def continuation_latency(
@@ -161,6 +172,7 @@ def continuation_latency(
     methods=METHODS,
     progress: bool = True,
     warm_chars: int = 200_000,
+    tagger=None,
 ) -> list[dict]:
     """Rows (tokenizer, corpus, context, method, sample, context_chars, ms, path, exact).
 
@@ -168,6 +180,8 @@ def continuation_latency(
     method runs on every session in turn, so methods see identical texts and share the
     machine's drift.  From ``slow_from`` characters on, the full re-encodes and the
     Python plan run on the first ``ceil(slow_samples / per_session)`` sessions only.
+    ``tagger`` (a calibrated ``contention.ContentionTagger``): each timed call is probed just
+    before its clock starts, and its row gets ``probe_us`` and ``contended``.
     """
     unknown = set(methods) - set(METHODS) - set(OPTIONAL)
     if unknown:
@@ -217,15 +231,15 @@ def continuation_latency(
     # all (at 8M characters the reference takes seconds; the tier methods take microseconds).
     reference = functools.lru_cache(maxsize=1)(lambda text: tok.reference(text))
     runs = {
-        "tier append": lambda o, sid, p, d: _tier_samples(o[0]["compiled"], sid, p, d, False, reference),
-        "tier full text": lambda o, sid, p, d: _tier_samples(o[0]["full"], sid, p, d, True, reference),
-        "tier append, Python plan": lambda o, sid, p, d: _tier_samples(o[0]["python"], sid, p, d, False, reference),
-        "tier append, no cut": lambda o, sid, p, d: _tier_samples(o[0]["no_cut"], sid, p, d, False, reference),
-        "fastokens full re-encode": lambda o, sid, p, d: _baseline_samples(o[1].full, p, d),
-        "Gigatoken prewarmed": lambda o, sid, p, d: (o[2].new_session(), _baseline_samples(o[2].full, p, d))[1],
-        "engine full encode": lambda o, sid, p, d: _baseline_samples(o[3], p, d),
-        "reference full re-encode": lambda o, sid, p, d: _baseline_samples(
-            lambda text: tok.hf.encode(text, add_special_tokens=False), p, d
+        "tier append": lambda o, sid, p, d, g: _tier_samples(o[0]["compiled"], sid, p, d, False, reference, g),
+        "tier full text": lambda o, sid, p, d, g: _tier_samples(o[0]["full"], sid, p, d, True, reference, g),
+        "tier append, Python plan": lambda o, sid, p, d, g: _tier_samples(o[0]["python"], sid, p, d, False, reference, g),
+        "tier append, no cut": lambda o, sid, p, d, g: _tier_samples(o[0]["no_cut"], sid, p, d, False, reference, g),
+        "fastokens full re-encode": lambda o, sid, p, d, g: _baseline_samples(o[1].full, p, d, tags=g),
+        "Gigatoken prewarmed": lambda o, sid, p, d, g: (o[2].new_session(), _baseline_samples(o[2].full, p, d, tags=g))[1],
+        "engine full encode": lambda o, sid, p, d, g: _baseline_samples(o[3], p, d, tags=g),
+        "reference full re-encode": lambda o, sid, p, d, g: _baseline_samples(
+            lambda text: tok.hf.encode(text, add_special_tokens=False), p, d, tags=g
         ),
     }  # fmt: skip
     first = objects()
@@ -249,7 +263,8 @@ def continuation_latency(
             for method in available[k:] + available[:k]:
                 if context >= slow_from and method in slow and s >= n_slow:
                     continue
-                got = runs[method](objs, f"c-{corpus}-{context}-{s}", prefix, deltas)
+                tags = None if tagger is None else [tagger]
+                got = runs[method](objs, f"c-{corpus}-{context}-{s}", prefix, deltas, tags)
                 times, ctx = got[0], got[-1]
                 paths = got[1] if method.startswith("tier") else None
                 exact = got[2] if method.startswith("tier") else None
@@ -260,6 +275,8 @@ def continuation_latency(
                         "context_chars": ctx[j], "ms": ms,
                         "path": paths[j] if paths else "full", "exact": exact,
                     })  # fmt: skip
+                    if tags is not None:
+                        rows[-1]["probe_us"], rows[-1]["contended"] = tags[1 + j]
         del objs
         first = None
         gc.collect()  # the cell's engines and caches go before the next cell's are built
