@@ -517,6 +517,25 @@ def test_engine_stage_profile_rows_and_figure(tmp_path):
     assert path.stat().st_size > 10_000
 
 
+def test_engine_profile_times_the_ascii_path_the_engine_runs():
+    """On an all-ASCII text the profile times the engine's own literal scan (the word-wise
+    one, where the literals allow it): it finds what the generic scan finds."""
+    from toktier.bench import engine_profile
+    from toktier.engine import cpu
+
+    eng = cpu.engine_for(toktier.load("llama3"))
+    text = "x = 1  # <|begin_of_text|> ok <|eot_id|>\n" * 40 + "<|end_of_text|>"
+    u8 = np.frombuffer(text.encode(), np.uint8)
+    n = u8.size
+    lit = (*eng._trie_args, *(np.empty(n, np.int64) for _ in range(3)))
+    assert eng._ascii_literals[0] == cpu.ASCII_LITERAL_WORDS  # llama3's literals all start "<"
+    got = engine_profile._ascii_literals(eng, u8, n, lit)
+    found = lit[-3][:got].copy(), lit[-2][:got].copy(), lit[-1][:got].copy()
+    want = cpu._find_literals(u8, n, *lit)
+    assert got == want == 81
+    assert all(np.array_equal(a, b[:want]) for a, b in zip(found, lit[-3:], strict=True))
+
+
 @pytest.mark.parametrize("yield_gil", [False, True])
 def test_generator_probe_measures_every_request(yield_gil):
     """The GIL probe delivers each scheduled request once (its delays are never asserted on)."""

@@ -2,8 +2,10 @@
 
 Each stage runs as its own compiled call on the same text, best of ``repeats``:
 
-- ``decode``: UTF-8 decode and class bits (``cpu._prepare``);
-- ``literals``: added-token extraction (``cpu._find_literals``);
+- ``decode``: UTF-8 decode and class bits (``cpu._prepare``) -- for an all-ASCII text the
+  engine reads as bytes (``cpu.ascii_reads_bytes``), only its ASCII check;
+- ``literals``: added-token extraction (``cpu._find_literals``; on such a text the scan that
+  path runs, ``cpu._ascii_literal_scan`` where the literals allow it);
 - ``pretokenize``: the pre-tokenizer the piece loop runs (``rules.pretokenize_range``: the
   cl100k lineage's automaton, the other families' matchers) over the whole text;
 - ``pieces``: the rest of ``CpuEngine.encode``: short-piece map and piece-cache
@@ -78,14 +80,30 @@ def _profile_one(eng, label: str, text: str, repeats: int) -> dict:
     ends = np.empty(n + 1, dtype=np.int64)
     lit = (*eng._trie_args, *(np.empty(n, np.int64) for _ in range(3)))
     eng.encode(text)  # the caches hold this text's pieces once, as a warm tier's would
-    r = {
-        "decode": _best_ms(lambda: cpu._prepare(u8, t.bits, wk.cps, wk.char_start, wk.fl), repeats),
-        "literals": _best_ms(lambda: cpu._find_literals(wk.cps, n, *lit), repeats),
-        "pretokenize": _best_ms(
-            lambda: _pretokenize_all(wk.cps, wk.fl, t.fold, t.family_code, n, ends, eng.bpe), repeats
-        ),
-        "total": _best_ms(lambda: eng.encode(text), repeats),
-    }
+    if eng._ascii_direct and text.isascii():
+        # The engine reads an all-ASCII text as it stands (``cpu._encode_text``'s
+        # ``ascii_direct``): no decode, only the ASCII check; the literals found as that
+        # path finds them; the automaton over the bytes.
+        r = {
+            "decode": _best_ms(lambda: cpu._all_ascii(u8), repeats),
+            "literals": _best_ms(lambda: _ascii_literals(eng, u8, n, lit), repeats),
+            "pretokenize": _best_ms(
+                lambda: _pretokenize_all(u8, wk.fl, t.fold, t.family_code, n, ends, eng.bpe),
+                repeats,
+            ),
+        }
+    else:
+        r = {
+            "decode": _best_ms(
+                lambda: cpu._prepare(u8, t.bits, wk.cps, wk.char_start, wk.fl), repeats
+            ),
+            "literals": _best_ms(lambda: cpu._find_literals(wk.cps, n, *lit), repeats),
+            "pretokenize": _best_ms(
+                lambda: _pretokenize_all(wk.cps, wk.fl, t.fold, t.family_code, n, ends, eng.bpe),
+                repeats,
+            ),
+        }
+    r["total"] = _best_ms(lambda: eng.encode(text), repeats)
     r["pieces"] = max(r["total"] - r["decode"] - r["literals"] - r["pretokenize"], 0.0)
     r["total_empty_cache"] = _empty_cache_ms(eng, text, repeats)
     return {
@@ -93,6 +111,17 @@ def _profile_one(eng, label: str, text: str, repeats: int) -> dict:
         **{f"{k}_ms": v for k, v in r.items()},
         "mb_per_s": u8.size / 1e6 / (r["total"] / 1e3),
     }  # fmt: skip
+
+
+def _ascii_literals(eng, u8, n: int, lit: tuple) -> int:
+    """The literal scan ``cpu._encode_text`` runs on an all-ASCII text (its ``lit_mode``)."""
+    mode, b1, b2 = eng._ascii_literals
+    if eng._trie_args[8] or mode == cpu.ASCII_LITERAL_SCAN:
+        return cpu._find_literals(u8, n, *lit)
+    if mode == cpu.ASCII_LITERAL_WORDS:
+        f1, k1, c1, t1 = eng._trie_args[:4]
+        return cpu._ascii_literal_scan(u8, b1, b2, f1, k1, c1, t1, *lit[-3:])
+    return 0
 
 
 def _empty_cache_ms(eng, text: str, repeats: int) -> float:
