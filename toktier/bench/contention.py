@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 
 import numba
+import numpy as np
 
 WIDE_STEPS = 10_000  # ~20 us on a 2.4-3.5 GHz core when nothing shares it
 CONTENDED_RATIO = 1.25  # a probe this much slower than the fastest seen: the core is shared
@@ -94,8 +95,6 @@ def summarize_by_state(rows: list[dict], keys: tuple[str, ...]) -> list[dict]:
     """P50 (us) and count per ``keys`` group and per state (``not contended``, ``contended``,
     ``all``) of rows carrying ``ms`` and ``contended`` (rows without a tag count in ``all``
     only).  A state no call of a group ran in is left out."""
-    import numpy as np
-
     groups: dict[tuple, dict[str, list[float]]] = {}
     for r in rows:
         g = groups.setdefault(tuple(r[k] for k in keys), {s: [] for s in STATES})

@@ -141,6 +141,16 @@ def warm_slice(name: str, kind: str):
     return eng, text
 
 
+def piece_ends(eng, u8):
+    """(prepared text, piece ends, piece count): ``u8`` decoded as the engine does and cut by
+    its pre-tokenizer over the whole text."""
+    p = eng.prepare(u8)
+    t = eng.tables
+    ends = np.empty(p.n + 1, np.int64)
+    np_ = pretokenize(p.cps, p.fl, t.fold, p.n, t.family_code, eng.bpe, ends)
+    return p, ends, np_
+
+
 def main(name: str, kind: str) -> None:
     eng, text = warm_slice(name, kind)
     u8 = utf8_array(text)

@@ -83,10 +83,8 @@ def hot_loop(ends, np_, char_start, u8, bt, out, hot, bits):
 def main(name: str) -> None:
     eng, text = H.warm_slice(name, "code")
     u8 = utf8_array(text)
-    p = eng.prepare(u8)
-    t, bt, n = eng.tables, eng.bpe, p.n
-    ends = np.empty(n + 1, np.int64)
-    np_ = H.pretokenize(p.cps, p.fl, t.fold, n, t.family_code, bt, ends)
+    p, ends, np_ = H.piece_ends(eng, u8)
+    bt, n = eng.bpe, p.n
     out = np.empty(n + 1, np.int64)
     out2 = np.empty(n + 1, np.int64)
     H.short_map_prefetch(ends, np_, p.char_start, u8, bt, out)

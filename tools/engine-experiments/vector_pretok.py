@@ -157,11 +157,7 @@ def pretok_masks(u8, masks, ends):
 
 
 def automaton_ends(eng, text: str) -> np.ndarray:
-    u8 = utf8_array(text)
-    p = eng.prepare(u8)
-    t, bt = eng.tables, eng.bpe
-    ends = np.empty(p.n + 1, np.int64)
-    m = H.pretokenize(p.cps, p.fl, t.fold, p.n, t.family_code, bt, ends)
+    _, ends, m = H.piece_ends(eng, utf8_array(text))
     return ends[:m].copy()
 
 

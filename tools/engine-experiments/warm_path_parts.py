@@ -119,10 +119,8 @@ def lookups_only(np_, bt, out, hs, kw, ahead):
 def main(name: str) -> None:
     eng, text = H.warm_slice(name, "code")
     u8 = utf8_array(text)
-    p = eng.prepare(u8)
+    p, ends, np_ = H.piece_ends(eng, u8)
     t, bt, n = eng.tables, eng.bpe, p.n
-    ends = np.empty(n + 1, np.int64)
-    np_ = H.pretokenize(p.cps, p.fl, t.fold, n, t.family_code, bt, ends)
     fast, slow, flagged = dfa_steps(u8, bt.pre_classes, bt.pre_table, bt.pre_pairs, 0, n)
     print(f"{name} code: {n:,} characters, {np_:,} pieces; automaton steps: {fast:,} pairs, "
           f"{slow:,} single ({slow / (fast + slow):.1%}; {flagged:,} with flags)")  # fmt: skip
