@@ -46,15 +46,19 @@ from .literal_probe import check_literals
 from .tables import EngineTables, EngineUnsupported, build_premerge
 
 CACHE_DIR = _jit.use_engine_cache()  # before any decorator below
+from . import ascii_pretok as _ascii_pretok  # noqa: E402 (its functions cached in CACHE_DIR)
+
 # The rules are compiled for their callers' plain argument types (``jit.unliteral``: a
 # third less cold compile time).  The two a fresh piece's merges call per piece are inlined
 # into their callers (``rules.make``'s ``jit_inline``; whole encodes with every piece merged
 # 0.78-0.95x the time, results/runs/engine-ab/merge-calls.txt); their callers are rules
 # too, compiled without NRT: inlined into a function that has it they gain nothing.
+
 RULES = _rules.make(_jit.unliteral(numba.njit(cache=True, nogil=True, _nrt=False)),
                     _jit.prefetch_row, _jit.Atomics, _jit.load_word,
                     _jit.unliteral(numba.njit(cache=True, nogil=True, _nrt=False,
-                                              inline="always")))  # fmt: skip
+                                              inline="always")),
+                    _ascii_pretok.pretokenize_ascii, _ascii_pretok.scratch_words)  # fmt: skip
 # numba resolves callees as module globals, not attributes:
 CACHE_SLOTS = _rules.CACHE_SLOTS
 CACHE_COLS = _rules.CACHE_COLS
@@ -180,8 +184,14 @@ def _ascii_literal_scan(u8, b1, b2, first, tkeys, tchild, term, ls, le, lid):
 @numba.njit(cache=True, nogil=True)
 def _split(u8, bits, fold, family, bt):
     """Piece ends of the pre-tokenizer alone over the whole text (no added-token extraction):
-    the one the piece loop runs (``pretokenize_range``: the automaton where ``bt`` has one)."""
+    the one the piece loop runs (``pretokenize_range``: the automaton where ``bt`` has one;
+    an all-ASCII text's bit-parallel one where ``bt.ascii_pre`` says so, as ``encode_range``)."""
     nb = u8.size
+    if bt.ascii_pre > 0 and nb >= _rules.ASCII_PRETOK_MIN and _all_ascii(u8):
+        ends = np.empty(nb + 1, dtype=np.int64)
+        scratch = np.empty(_ascii_pretok.scratch_words(nb), dtype=np.int64)
+        m = _ascii_pretok.pretokenize_ascii(u8, 0, nb, fold, bt.ascii_pre, scratch, ends, 0)
+        return ends[:m].copy()
     cps = np.empty(nb, dtype=np.uint32)
     char_start = np.empty(nb + 1, dtype=np.int64)
     fl = np.empty(nb, dtype=np.uint16)
@@ -1360,7 +1370,8 @@ class CpuEngine:
         bt = bt._replace(byte_pairs=byte_pair_codes(bt))
         pm_index, pm_rows = build_premerge(t.merge_table, t.byte_ids, bt.byte_pairs, t.merged,
                                            t.direct_merged, t.pool, t.pool_off)  # fmt: skip
-        bt = bt._replace(pm_index=pm_index, pm_rows=pm_rows)
+        bt = bt._replace(pm_index=pm_index, pm_rows=pm_rows,
+                         ascii_pre=_ascii_pretok.ascii_mode(t.family_code, t.bits))  # fmt: skip
         self.short_map = _huge_copy(build_short_map(bt))  # built by the merges themselves
         # The tables read at random on every piece go to huge pages (fewer TLB misses).
         self.bpe = bt._replace(smap=self.short_map, merges=_huge_copy(bt.merges),

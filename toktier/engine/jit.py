@@ -21,7 +21,7 @@ from numba.extending import intrinsic
 
 from .. import paths
 
-ENGINE_SOURCES = ("rules.py", "cpu.py", "jit.py", "sentencepiece.py")
+ENGINE_SOURCES = ("rules.py", "cpu.py", "jit.py", "sentencepiece.py", "ascii_pretok.py")
 
 
 def source_key() -> str:
@@ -150,6 +150,39 @@ def load_word(typingctx, arr, index):
         i = context.cast(builder, args[1], idxty, types.intp)
         ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [i], wraparound=False)
         return builder.load(builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
+
+    return sig, codegen
+
+
+@intrinsic
+def range_mask32(typingctx, arr, index, lo, hi):
+    """Bit j set when ``lo <= arr[index + j] <= hi`` (unsigned bytes), for j < 32: one
+    32-byte load, two vector compares against the splatted bounds and the <32 x i1> result
+    as an integer (LLVM lowers it to ``vpcmpeqb``/``vpminub``/``vpmovmskb`` on AVX2, to two
+    16-byte halves on SSE2).  The caller keeps ``index + 32 <= arr.size``."""
+    if not (isinstance(arr, types.Array) and arr.dtype == types.uint8 and arr.ndim == 1
+            and arr.layout == "C" and isinstance(index, types.Integer)):  # fmt: skip
+        return None
+    sig = types.int64(arr, index, lo, hi)
+
+    def codegen(context, builder, signature, args):
+        aryty, idxty, loty, hity = signature.args
+        ary = context.make_array(aryty)(context, builder, args[0])
+        i = context.cast(builder, args[1], idxty, types.intp)
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [i], wraparound=False)
+        vt = ir.VectorType(ir.IntType(8), 32)
+        v = builder.load(builder.bitcast(ptr, vt.as_pointer()), align=1)
+        zeros = ir.Constant(ir.VectorType(ir.IntType(32), 32), [0] * 32)
+
+        def splat(x, xty):
+            b = builder.trunc(context.cast(builder, x, xty, types.int64), ir.IntType(8))
+            one = builder.insert_element(ir.Constant(vt, ir.Undefined), b,
+                                         ir.Constant(ir.IntType(32), 0))  # fmt: skip
+            return builder.shuffle_vector(one, ir.Constant(vt, ir.Undefined), zeros)
+
+        inside = builder.and_(builder.icmp_unsigned(">=", v, splat(args[2], loty)),
+                              builder.icmp_unsigned("<=", v, splat(args[3], hity)))  # fmt: skip
+        return builder.zext(builder.bitcast(inside, ir.IntType(32)), ir.IntType(64))
 
     return sig, codegen
 

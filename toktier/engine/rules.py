@@ -128,6 +128,9 @@ class BpeTables(NamedTuple):
     pm_index: np.ndarray
     pm_rows: np.ndarray
     direct: bool = False  # priorities are merged id << PRIO_GROUP_BITS | g (tables.direct_priorities)
+    # An all-ASCII range's pre-tokenizer: 3 or 1 (the digits of a piece) for the bit-parallel
+    # one of the cl100k lineage (``ascii_pretok``), 0 for the automaton (``ascii_pretok.ascii_mode``).
+    ascii_pre: int = 0
 
 
 def premerge_off() -> tuple[np.ndarray, np.ndarray]:
@@ -147,6 +150,7 @@ class SpTables(NamedTuple):
     ascii_pairs: np.ndarray  # int64[256]: the same for two ASCII characters, bit a << 7 | b
 
 
+ASCII_PRETOK_MIN = 16  # characters: below this an ASCII range keeps the automaton (few steps)
 PREFETCH_AHEAD = 8  # pieces: how far ahead the piece loop asks for its table rows (rules.encode_range)
 RING_SLOTS = 16  # keys kept for the pieces in between (a power of two > PREFETCH_AHEAD)
 RING_WORDS = 4 * RING_SLOTS  # an encode_range ring: (lw, w0, w1, hash) per slot
@@ -156,7 +160,8 @@ if RING_SLOTS & (RING_SLOTS - 1) or RING_SLOTS <= PREFETCH_AHEAD:
     raise ValueError("RING_SLOTS must be a power of two above PREFETCH_AHEAD")
 
 
-def make(jit, prefetch_row=None, atomics=None, load_word=None, jit_inline=None):
+def make(jit, prefetch_row=None, atomics=None, load_word=None, jit_inline=None,
+         ascii_pretok=None, ascii_scratch=None):
     """Compile the rules with ``jit``; returns a namespace object of compiled functions.
 
     ``jit_inline`` (default ``jit``) compiles ``merges_only`` and ``merge_small``, which a
@@ -172,9 +177,21 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None, jit_inline=None):
     ``atomics``: the accesses of piece-cache rows (``jit.Atomics`` on the CPU, where
     threads share the caches); without it, plain accesses (the GPU's ranges give
     each thread its own caches).
+    ``ascii_pretok`` / ``ascii_scratch``: the bit-parallel pre-tokenizer of an all-ASCII
+    range and its scratch size (``ascii_pretok.pretokenize_ascii``, ``scratch_words``; the
+    CPU's, used where ``BpeTables.ascii_pre`` says so); without them, the automaton.
     """
     if jit_inline is None:
         jit_inline = jit
+    if ascii_pretok is None:
+
+        @jit
+        def ascii_pretok(u8, lo, hi, fold, digits, scratch, ends, n):
+            return n
+
+        @jit
+        def ascii_scratch(nchars):
+            return 1 << 62
     if prefetch_row is None:
 
         @jit
@@ -1248,7 +1265,11 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None, jit_inline=None):
             if k < nlit and ls[k] < c1:
                 seg_end = ls[k]
             if seg_end > pos:
-                np_ = pretokenize_range(cps, fl, fold, pos, seg_end, family, bt, ends, 0)
+                if (byte_offsets and bt.ascii_pre > 0 and seg_end - pos >= ASCII_PRETOK_MIN
+                        and ascii_scratch(seg_end - pos) <= heap.size):  # fmt: skip
+                    np_ = ascii_pretok(u8, pos, seg_end, fold, bt.ascii_pre, heap, ends, 0)
+                else:
+                    np_ = pretokenize_range(cps, fl, fold, pos, seg_end, family, bt, ends, 0)
                 ps = pos
                 # The keys of the next PREFETCH_AHEAD (= 8) pieces wait in ``ring``: each key
                 # is computed once, its table rows requested 8 pieces before they are read

@@ -1,0 +1,183 @@
+"""The bit-parallel ASCII pre-tokenizer (``engine.ascii_pretok``) against the family matcher
+(``rules.pretokenize_segment``), the reference's own pre-tokenizer and, through the engine,
+the reference's IDs."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from toktier.engine import ascii_pretok, cpu, rules
+from toktier.registry import load
+
+LINEAGE = {"llama3": 3, "cl100k": 3, "qwen3": 1, "qwen3.6": 1}
+pretokenize_segment = cpu.RULES.pretokenize_segment
+
+# Pieces of ASCII text the pattern tells apart: contraction letters in both cases, digits,
+# every kind of whitespace, CR/LF in both orders, lone and repeated punctuation.
+ALPHABET = [
+    *"abzsStTmMdDrRvVlLeExQ", "0", "7", "1234",
+    " ", "  ", "\t", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x00", "\x7f",
+    "'", "''", "(", ")", ".", ",", "-", "_", "/", '"', "'s", "'RE", "'ll",
+]  # fmt: skip
+# Cases that cross a 64-bit word of masks, or that the scalar fix-ups handle.
+LONG = [
+    " " * 70 + "x",
+    "x" + " " * 63 + ".",
+    "\n" + " " * 100 + "\n" + "   x",
+    "\n" + " " * 100 + "\n",
+    "." * 64 + "\n" * 70 + "  y",
+    "1" * 200 + "a",
+    "a" * 63 + "'s" + "b" * 10,
+    "(" * 62 + "'ll" + "x",
+    "\r\n" * 40 + "\t" * 30 + "(",
+    "x" + "\t " * 40 + "\n" + " " * 30 + "\n" + " " * 40 + "z",
+]
+_engines: dict = {}
+
+
+def _engine(name):
+    if name not in _engines:
+        _engines[name] = cpu.engine_for(load(name))
+    return _engines[name]
+
+
+@numba.njit(cache=False)
+def _both(u8, lo, hi, fold, digits, bits, family):
+    """(bit-parallel ends, matcher ends) of ``u8[lo:hi]``, the buffers as small as allowed."""
+    scratch = np.full(ascii_pretok.scratch_words(hi - lo), -1, dtype=np.int64)
+    a = np.full(hi - lo + 1, -7, dtype=np.int64)
+    ma = ascii_pretok.pretokenize_ascii(u8, lo, hi, fold, digits, scratch, a, 0)
+    cps = u8.astype(np.uint32)
+    fl = np.empty(u8.size, dtype=np.uint16)
+    for i in range(u8.size):
+        fl[i] = bits[u8[i]]
+    b = np.empty(hi - lo + 1, dtype=np.int64)
+    mb = pretokenize_segment(cps, fl, fold, lo, hi, family, b, 0)
+    return a[:ma].copy(), b[:mb].copy()
+
+
+def _split(name, text, lo=0, hi=None, pad=b""):
+    """Both ends of ``text[lo:hi]`` with ``pad`` around it (bytes the range must not see)."""
+    eng = _engine(name)
+    t = eng.tables
+    raw = pad + text.encode("ascii") + pad
+    u8 = np.frombuffer(raw, dtype=np.uint8).copy()
+    hi = len(text) if hi is None else hi
+    got, want = _both(u8, lo + len(pad), hi + len(pad), t.fold, LINEAGE[name], t.bits,
+                      t.family_code)  # fmt: skip
+    return (got - len(pad)).tolist(), (want - len(pad)).tolist()
+
+
+@pytest.mark.parametrize("name", sorted(LINEAGE))
+def test_the_lineage_gets_it_and_the_rest_do_not(name):
+    eng = _engine(name)
+    assert eng.bpe.ascii_pre == LINEAGE[name]
+    for other in ("gpt-oss", "tekken", "deepseek-v4"):
+        assert _engine(other).bpe.ascii_pre == 0
+
+
+def test_other_ascii_classes_turn_it_off():
+    """A tokenizer whose classes of some ASCII byte differ keeps the automaton."""
+    t = _engine("llama3").tables
+    assert ascii_pretok.ascii_mode(t.family_code, t.bits) == 3
+    for cp, bit in ((0x1C, rules.B_WS), (ord("_"), rules.B_L), (ord("a"), 0), (ord("5"), 0)):
+        bits = t.bits.copy()
+        bits[cp] = bit
+        assert ascii_pretok.ascii_mode(t.family_code, bits) == 0, hex(cp)
+
+
+@pytest.mark.parametrize("name", sorted(LINEAGE))
+def test_long_and_fixed_up_cases_split_as_the_matcher_and_the_reference(name):
+    pre = load(name).hf.pre_tokenizer
+    for text in LONG:
+        for pad in (b"", b"'s \n1"):
+            got, want = _split(name, text, pad=pad)
+            assert got == want, repr(text)
+        assert got == [e for _, (_, e) in pre.pre_tokenize_str(text)], repr(text)
+
+
+@pytest.mark.parametrize("name", sorted(LINEAGE))
+@given(parts=st.lists(st.sampled_from(ALPHABET), min_size=1, max_size=120), data=st.data())
+@example(parts=["\n", " ", "\n", " ", "x"], data=None)
+@example(parts=["x", "'", "s", "s"], data=None)
+def test_random_strings_split_as_the_matcher(name, parts, data):
+    text = "".join(parts)
+    got, want = _split(name, text)
+    assert got == want
+    if data is not None:  # a segment inside the text (as literals cut it), bytes around it
+        lo = data.draw(st.integers(0, len(text)))
+        hi = data.draw(st.integers(lo, len(text)))
+        pad = data.draw(st.text(st.sampled_from("a '\n.1"), max_size=70)).encode()
+        got, want = _split(name, text, lo, hi, pad)
+        assert got == want
+
+
+@pytest.mark.parametrize("name", sorted(LINEAGE))
+@given(text=st.text(st.characters(max_codepoint=127), min_size=1, max_size=200))
+def test_any_ascii_splits_as_the_reference(name, text):
+    got, _ = _split(name, text)
+    pieces = load(name).hf.pre_tokenizer.pre_tokenize_str(text)
+    assert got == [e for _, (_, e) in pieces]
+
+
+@numba.njit(cache=False)
+def _first_mismatch(reps, length, at, fold, digits, bits, family):
+    """Every string of ``length`` characters over ``reps``, placed at byte ``at`` of a
+    128-byte buffer of letters: the first whose ends differ from the matcher's, else []."""
+    k = reps.size
+    idx = np.zeros(length, dtype=np.int64)
+    u8 = np.full(128, 120, dtype=np.uint8)
+    while True:
+        for j in range(length):
+            u8[at + j] = reps[idx[j]]
+        a, b = _both(u8, at, at + length, fold, digits, bits, family)
+        same = a.size == b.size
+        for j in range(min(a.size, b.size)):
+            same = same and a[j] == b[j]
+        if not same:
+            return idx.copy()
+        j = length - 1
+        while j >= 0 and idx[j] == k - 1:
+            idx[j] = 0
+            j -= 1
+        if j < 0:
+            return np.zeros(0, dtype=np.int64)
+        idx[j] += 1
+
+
+REPRESENTATIVES = "asSleRx1 \t\n\r'("  # 15: contraction letters, digit, blanks, CR/LF, P
+
+
+@pytest.mark.parametrize("name", ["llama3", "qwen3"])
+def test_every_short_string_splits_as_the_matcher(name):
+    """Exhaustive up to 5 characters over 15 representatives (813,615 strings), across a
+    word boundary of the masks."""
+    t = _engine(name).tables
+    reps = np.frombuffer(REPRESENTATIVES.encode(), dtype=np.uint8).copy()
+    for length in range(1, 6):
+        bad = _first_mismatch(reps, length, 61, t.fold, LINEAGE[name], t.bits, t.family_code)
+        assert bad.size == 0, repr("".join(REPRESENTATIVES[d] for d in bad))
+
+
+@pytest.mark.parametrize("name", ["llama3", "qwen3"])
+def test_the_engine_gives_the_reference_ids_either_way(name):
+    """Whole encodes of ASCII text with added-token literals (segments) and every kind of
+    piece: the same IDs with the bit-parallel pre-tokenizer and with the automaton, and the
+    reference's."""
+    eng = _engine(name)
+    tok = load(name)
+    lit = next(x.content for x in tok.added_tokens if x.content.isascii() and x.special)
+    text = ("def f(x):\n    return x's  1234567 \r\n\n  \t(y) \n" * 40 + lit) * 3 + " tail\n  "
+    on = eng.bpe
+    try:
+        got_on = eng.encode(text)[0].tolist()
+        eng.bpe = on._replace(ascii_pre=0)
+        got_off = eng.encode(text)[0].tolist()
+    finally:
+        eng.bpe = on
+    want = tok.hf.encode(text, add_special_tokens=False).ids
+    assert got_on == got_off == want
