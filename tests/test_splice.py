@@ -817,3 +817,23 @@ def test_an_edit_on_an_engine_without_a_compiled_window_is_cut_too():
     left, right = got[0].boundaries
     assert left <= at and right >= at + 20 and got[0].window_chars < 60
     _verified(tok, text, got[0].boundaries)
+
+
+@pytest.mark.parametrize("name", ["llama3", "qwen3", "gpt-oss"])
+def test_ascii_windows_read_as_bytes_plan_as_decoded_ones(name):
+    """An all-ASCII window read as its bytes (no decode; the bit-parallel pre-tokenizer where
+    the tokenizer has one) splices where the decoded window does, with the same IDs."""
+    tok = toktier.load(name)
+    on = Tier(tok, verify_rate=0, delta_aware=False)
+    off = Tier(tok, verify_rate=0, delta_aware=False)
+    assert on._planner.ea.ascii_direct
+    off._planner.ea = off._planner.ea._replace(ascii_direct=False)
+    ascii_frag = adversarial.fragments(tok).map(lambda s: s.encode("ascii", "replace").decode())
+
+    @settings(database=None)
+    @given(scenario=adversarial.scenarios(ascii_frag))
+    def check(scenario):
+        window, text, ops = scenario
+        _run_both((on, off), window, text, ops, "ascii")
+
+    check()

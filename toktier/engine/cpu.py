@@ -182,6 +182,18 @@ def _ascii_literal_scan(u8, b1, b2, first, tkeys, tchild, term, ls, le, lid):
 
 
 @numba.njit(cache=True, nogil=True)
+def ascii_literals(u8, f1, k1, c1, t1, f2, k2, c2, t2, has2, lit_mode, lit_b1, lit_b2, ls, le,
+                   lid):  # fmt: skip
+    """The added-token literals of an all-ASCII text, found as ``lit_mode`` says
+    (``ascii_literal_mode``); their count, in ``ls``/``le``/``lid``."""
+    if has2 or lit_mode == ASCII_LITERAL_SCAN:
+        return _find_literals(u8, u8.size, f1, k1, c1, t1, f2, k2, c2, t2, has2, ls, le, lid)
+    if lit_mode == ASCII_LITERAL_WORDS:
+        return _ascii_literal_scan(u8, lit_b1, lit_b2, f1, k1, c1, t1, ls, le, lid)
+    return 0
+
+
+@numba.njit(cache=True, nogil=True)
 def _split(u8, bits, fold, family, bt):
     """Piece ends of the pre-tokenizer alone over the whole text (no added-token extraction):
     the one the piece loop runs (``pretokenize_range``: the automaton where ``bt`` has one;
@@ -1182,13 +1194,8 @@ def _encode_text(u8, bits, fold, family, nfc, f1, k1, c1, t1, f2, k2, c2, t2, ha
     if ascii_direct and _all_ascii(u8):
         n = u8.size
         offsets = _ascii_offsets(wk, n)
-        if has2 or lit_mode == ASCII_LITERAL_SCAN:
-            nlit = _find_literals(u8, n, f1, k1, c1, t1, f2, k2, c2, t2, has2, wk.ls, wk.le,
-                                  wk.lid)  # fmt: skip
-        elif lit_mode == ASCII_LITERAL_WORDS:
-            nlit = _ascii_literal_scan(u8, lit_b1, lit_b2, f1, k1, c1, t1, wk.ls, wk.le, wk.lid)
-        else:
-            nlit = 0
+        nlit = ascii_literals(u8, f1, k1, c1, t1, f2, k2, c2, t2, has2, lit_mode, lit_b1, lit_b2,
+                              wk.ls, wk.le, wk.lid)  # fmt: skip
         m = _encode_chunk(0, n, 0, u8, wk.fl, fold, family, u8, offsets, wk.ls, wk.le, wk.lid,
                           nlit, bt, cache, lcache, wk.ends, wk.sym, wk.rank, wk.nxt, wk.prv,
                           wk.heap, wk.out_ids, wk.out_s, wk.out_e, spans, wk.ring, True)  # fmt: skip

@@ -39,7 +39,7 @@ from numba.experimental import structref
 from ..families.classes import NFC_UNSAFE
 from ..repair import widen_left, widen_right
 from . import cpu
-from .cpu import _find_literals, _prepare, encode_range
+from .cpu import _all_ascii, _find_literals, _prepare, ascii_literals, encode_range
 from .jit import BoundKernel as _Bound
 from .jit import unliteral
 from .rules import BpeTables
@@ -98,6 +98,10 @@ class EngineArgs(NamedTuple):
     t2: np.ndarray
     has2: bool
     bpe: BpeTables  # merges, vocabulary, short-piece map (``rules.BpeTables``)
+    ascii_direct: bool  # an all-ASCII window is read as its bytes (``cpu.ascii_reads_bytes``)
+    lit_mode: int  # ... its literals found as ``cpu.ascii_literal_mode`` says
+    lit_b1: int
+    lit_b2: int
 
 
 class RepairArgs(NamedTuple):
@@ -542,9 +546,30 @@ def plan_engine(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n
     (``Planner``: one normalizer call over the text's NFC stretches) and either calls
     again with ``nfc_stable`` or encodes the window itself and calls ``plan_records``.
     """
-    ea, ra, wk = ctx.ea, ctx.ra, ctx.wk
+    ea, wk = ctx.ea, ctx.wk
+    if ea.ascii_direct and _all_ascii(u8):
+        # An all-ASCII window is its own code points (no decode); its characters are its
+        # bytes, so the records' spans need only the identity offsets.
+        nw = u8.size
+        for i in range(nw + 1):
+            wk.char_start[i] = i
+        nlit = ascii_literals(u8, ea.f1, ea.k1, ea.c1, ea.t1, ea.f2, ea.k2, ea.c2, ea.t2, ea.has2,
+                              ea.lit_mode, ea.lit_b1, ea.lit_b2, wk.ls, wk.le, wk.lid)  # fmt: skip
+        return plan_window(u8, u8, nw, nlit, True, ws, we, old_len, new_len, prefix, suffix,
+                           c_ids, c_s, c_e, n, ctx, apply_now, nfc_stable)  # fmt: skip
     nw = _prepare(u8, ea.bits, wk.cps, wk.char_start, wk.fl)
-    cps = wk.cps
+    nlit = _find_literals(wk.cps, nw, ea.f1, ea.k1, ea.c1, ea.t1, ea.f2, ea.k2, ea.c2, ea.t2,
+                          ea.has2, wk.ls, wk.le, wk.lid)  # fmt: skip
+    return plan_window(u8, wk.cps, nw, nlit, False, ws, we, old_len, new_len, prefix, suffix,
+                       c_ids, c_s, c_e, n, ctx, apply_now, nfc_stable)  # fmt: skip
+
+
+@_jit_nrt
+def plan_window(u8, cps, nw, nlit, ascii, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s,
+                c_e, n, ctx, apply_now, nfc_stable):  # fmt: skip
+    """``plan_engine`` after the window's characters (``cps``, ``nw`` of them: the decode, or
+    the bytes themselves when ``ascii``) and literals (``nlit``, in ``wk.ls``...) are known."""
+    ea, ra, wk = ctx.ea, ctx.ra, ctx.wk
     cut_k = find_cut(ra, cps, nw, ws, prefix, c_s, c_e, n)
     c0 = c_s[cut_k] - ws if cut_k >= 0 else 0  # encode from the cut: the old text before it stays
     shift = new_len - old_len
@@ -552,18 +577,16 @@ def plan_engine(u8, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n
     c1 = c_s[rcut_k] + shift - ws if rcut_k >= 0 else nw  # ... and up to an edit's right cut
     wk.res[R_CUT] = cut_k
     wk.res[R_RCUT] = rcut_k
-    if ea.nfc and not nfc_stable:
+    if ea.nfc and not nfc_stable and not ascii:  # ASCII is NFC-safe
         for i in range(c0, c1):
             if wk.fl[i] & NFC_UNSAFE:
                 wk.res[R_STATUS] = NEED_RECORDS
                 return NEED_RECORDS
-    nlit = _find_literals(cps, nw, ea.f1, ea.k1, ea.c1, ea.t1, ea.f2, ea.k2, ea.c2, ea.t2,
-                          ea.has2, wk.ls, wk.le, wk.lid)  # fmt: skip
     lit0 = lower_bound(wk.ls, 0, nlit, c0)
     nf = encode_range(c0, c1, cps, wk.fl, ea.fold, ea.family, u8, wk.char_start, wk.ls, wk.le,
                       wk.lid, lit0, nlit, ea.bpe, wk.ends, wk.sym, wk.rank, wk.nxt, wk.prv,
                       wk.heap, ctx.cache, ctx.lcache, wk.f_ids, wk.f_s, wk.f_e, 0, True,
-                      wk.ring, False)  # fmt: skip
+                      wk.ring, ascii)  # fmt: skip
     plan_core(ra, cps, nw, ws, we, old_len, new_len, prefix, suffix, c_ids, c_s, c_e, n,
               wk.f_ids, wk.f_s, wk.f_e, nf, wk, cut_k, rcut_k)  # fmt: skip
     apply_if_free(apply_now, c_ids, c_s, c_e, n, wk.f_ids, wk.f_s, wk.f_e, ws, new_len - old_len,
@@ -643,7 +666,8 @@ def apply(ids, starts, ends, n, keep, keep_left, f_ids, f_s, f_e, fresh_from, fr
 def engine_args(engine) -> EngineArgs:
     """The tables of a ``CpuEngine`` as one named tuple."""
     t = engine.tables
-    return EngineArgs(t.bits, t.fold, t.family_code, t.nfc, *engine._trie_args, engine.bpe)
+    return EngineArgs(t.bits, t.fold, t.family_code, t.nfc, *engine._trie_args, engine.bpe,
+                      engine._ascii_direct, *engine._ascii_literals)  # fmt: skip
 
 
 def repair_args(tok, rules) -> RepairArgs:
