@@ -519,9 +519,10 @@ def test_engine_stage_profile_rows_and_figure(tmp_path):
 
 def test_engine_profile_times_the_ascii_path_the_engine_runs():
     """On an all-ASCII text the profile times the engine's own literal scan (the word-wise
-    one, where the literals allow it): it finds what the generic scan finds."""
+    one, where the literals allow it) and pre-tokenizer (the bit-parallel one for llama3):
+    they find what the generic scan and the automaton find."""
     from toktier.bench import engine_profile
-    from toktier.engine import cpu
+    from toktier.engine import ascii_pretok, cpu
 
     eng = cpu.engine_for(toktier.load("llama3"))
     text = "x = 1  # <|begin_of_text|> ok <|eot_id|>\n" * 40 + "<|end_of_text|>"
@@ -529,11 +530,19 @@ def test_engine_profile_times_the_ascii_path_the_engine_runs():
     n = u8.size
     lit = (*eng._trie_args, *(np.empty(n, np.int64) for _ in range(3)))
     assert eng._ascii_literals[0] == cpu.ASCII_LITERAL_WORDS  # llama3's literals all start "<"
-    got = engine_profile._ascii_literals(eng, u8, n, lit)
+    got = engine_profile._ascii_literals(eng, u8, lit)
     found = lit[-3][:got].copy(), lit[-2][:got].copy(), lit[-1][:got].copy()
     want = cpu._find_literals(u8, n, *lit)
     assert got == want == 81
     assert all(np.array_equal(a, b[:want]) for a, b in zip(found, lit[-3:], strict=True))
+    assert eng.bpe.ascii_pre == 3
+    fl = np.zeros(n, np.uint16)
+    ends, auto = np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
+    scratch = np.empty(ascii_pretok.scratch_words(n), np.int64)
+    k = engine_profile._ascii_pretokenize(eng, u8, fl, ends, scratch)
+    m = engine_profile._pretokenize_all(u8, fl, eng.tables.fold, eng.tables.family_code, n, auto,
+                                        eng.bpe)  # fmt: skip
+    assert k == m > 0 and np.array_equal(ends[:k], auto[:m])
 
 
 @pytest.mark.parametrize("yield_gil", [False, True])

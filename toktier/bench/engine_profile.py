@@ -7,7 +7,8 @@ Each stage runs as its own compiled call on the same text, best of ``repeats``:
 - ``literals``: added-token extraction (``cpu._find_literals``; on such a text the scan that
   path runs, ``cpu._ascii_literal_scan`` where the literals allow it);
 - ``pretokenize``: the pre-tokenizer the piece loop runs (``rules.pretokenize_range``: the
-  cl100k lineage's automaton, the other families' matchers) over the whole text;
+  cl100k lineage's automaton, the other families' matchers; on such an all-ASCII text the
+  bit-parallel ``ascii_pretok`` where the tokenizer has it) over the whole text;
 - ``pieces``: the rest of ``CpuEngine.encode``: short-piece map and piece-cache
   lookups, BPE merges of the misses, token spans, buffers and output copies
   (the whole encode minus the three stages above).
@@ -28,7 +29,7 @@ import numba
 import numpy as np
 
 from ..campaigns import corpus
-from ..engine import cpu
+from ..engine import ascii_pretok, cpu, rules
 
 
 @numba.njit(cache=True, nogil=True)
@@ -81,16 +82,15 @@ def _profile_one(eng, label: str, text: str, repeats: int) -> dict:
     lit = (*eng._trie_args, *(np.empty(n, np.int64) for _ in range(3)))
     eng.encode(text)  # the caches hold this text's pieces once, as a warm tier's would
     if eng._ascii_direct and text.isascii():
+        scratch = np.empty(ascii_pretok.scratch_words(nb), dtype=np.int64)  # as ``wk.heap``
         # The engine reads an all-ASCII text as it stands (``cpu._encode_text``'s
         # ``ascii_direct``): no decode, only the ASCII check; the literals found as that
-        # path finds them; the automaton over the bytes.
+        # path finds them; its pre-tokenizer over the bytes.
         r = {
             "decode": _best_ms(lambda: cpu._all_ascii(u8), repeats),
-            "literals": _best_ms(lambda: _ascii_literals(eng, u8, n, lit), repeats),
-            "pretokenize": _best_ms(
-                lambda: _pretokenize_all(u8, wk.fl, t.fold, t.family_code, n, ends, eng.bpe),
-                repeats,
-            ),
+            "literals": _best_ms(lambda: _ascii_literals(eng, u8, lit), repeats),
+            "pretokenize": _best_ms(lambda: _ascii_pretokenize(eng, u8, wk.fl, ends, scratch),
+                                    repeats),
         }
     else:
         r = {
@@ -113,15 +113,18 @@ def _profile_one(eng, label: str, text: str, repeats: int) -> dict:
     }  # fmt: skip
 
 
-def _ascii_literals(eng, u8, n: int, lit: tuple) -> int:
+def _ascii_literals(eng, u8, lit: tuple) -> int:
     """The literal scan ``cpu._encode_text`` runs on an all-ASCII text (its ``lit_mode``)."""
-    mode, b1, b2 = eng._ascii_literals
-    if eng._trie_args[8] or mode == cpu.ASCII_LITERAL_SCAN:
-        return cpu._find_literals(u8, n, *lit)
-    if mode == cpu.ASCII_LITERAL_WORDS:
-        f1, k1, c1, t1 = eng._trie_args[:4]
-        return cpu._ascii_literal_scan(u8, b1, b2, f1, k1, c1, t1, *lit[-3:])
-    return 0
+    return cpu.ascii_literals(u8, *eng._trie_args, *eng._ascii_literals, *lit[-3:])
+
+
+def _ascii_pretokenize(eng, u8, fl, ends, scratch) -> int:
+    """The pre-tokenizer ``rules.encode_range`` runs over an all-ASCII text read as bytes:
+    the bit-parallel one where ``BpeTables.ascii_pre`` says so, else the automaton."""
+    t, bt, n = eng.tables, eng.bpe, u8.size
+    if bt.ascii_pre > 0 and n >= rules.ASCII_PRETOK_MIN:
+        return ascii_pretok.pretokenize_ascii(u8, 0, n, t.fold, bt.ascii_pre, scratch, ends, 0)
+    return _pretokenize_all(u8, fl, t.fold, t.family_code, n, ends, bt)
 
 
 def _empty_cache_ms(eng, text: str, repeats: int) -> float:
