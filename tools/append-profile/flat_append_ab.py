@@ -12,13 +12,10 @@ checked against the reference.  Usage:
 """
 
 import sys
-import time
 
-import numpy as np
+from session_loop import alternated_ab
 
 from toktier import Tier, load
-from toktier.bench import continuation as C
-from toktier.bench.streams import load_trajectories
 from toktier.bench.timing import private_engine
 from toktier.engine.slots import (
     R_APPLIED,
@@ -30,7 +27,6 @@ from toktier.engine.slots import (
     REASON_WHOLE_TEXT,
 )
 from toktier.tier import _FIRST_WINDOW_APPEND, Result, _AppendText, _PlainText
-from toktier.workload import archives
 
 name = sys.argv[1] if len(sys.argv) > 1 else "llama3"
 sessions = int(sys.argv[2]) if len(sys.argv) > 2 else 20
@@ -99,34 +95,9 @@ class Nested(Tier):
         return result
 
 
-trajs = load_trajectories(archives.find_archive("mini-swe-agent"))
-contexts = [12_000, 48_000, 200_000]
-stream = C.standard_streams(trajs, name, max(contexts) + 3 * 1100 * 204, "")["transcripts"]
 tok = load(name)
 tiers = {
     "flat": Tier(tok, engine=private_engine(tok), verify_rate=0, delta_aware=False),
     "nested (before)": Nested(tok, engine=private_engine(tok), verify_rate=0, delta_aware=False),
 }
-for t in tiers.values():
-    t.engine.encode(stream[:200_000])
-tails = C.continuation_tails(contexts, 1100, 5, sessions)
-print(f"{name}, transcripts, {sessions} sessions x 5 timed continuations per context and variant")
-for ctx in contexts:
-    out = {k: [] for k in tiers}
-    for s, (prefix, deltas) in enumerate(C.session_cells(stream, ctx, 1100, 5, sessions, tails[ctx])):
-        for label in list(tiers) if s % 2 else list(tiers)[::-1]:
-            tier = tiers[label]
-            tier.encode(prefix, session="x")
-            tier.append("x", deltas[0])
-            for d in deltas[1:]:
-                t0 = time.perf_counter_ns()
-                tier.append("x", d)  # the result is dropped at once, as the benchmark does
-                out[label].append(time.perf_counter_ns() - t0)
-            ids = tier.session_records("x")[0]
-            assert np.array_equal(ids, tok.reference(prefix + "".join(deltas))), label
-            tier.close("x")
-    cells = "  ".join(
-        f"{k}: P50 {np.median(v) / 1e3:6.1f} us, mean {np.mean(v) / 1e3:6.1f} us"
-        for k, v in out.items()
-    )
-    print(f"  {ctx:>7,}  {cells}")
+alternated_ab(tiers, name, sessions)

@@ -1,10 +1,11 @@
 """Can numba run a pre-tokenizer's character classes 32 bytes at a time?  (Measured, not built:
 the groundwork for the warm path issue #12's code cells need, ``gigatoken_warm.py``.)
 
-``range_mask32`` is an ``@intrinsic`` (like ``engine.jit.load_word``) emitting LLVM vector IR:
-one unaligned load of 32 bytes, two unsigned compares against splatted bounds, their ``and``,
-and the <32 x i1> bitcast to an integer -- which LLVM lowers to ``vpcmpeqb``/``vpmovmskb``-style
-code on AVX2.  ``cttz`` is ``llvm.cttz``.  On a 1M slice of stdlib code (its ASCII bytes):
+``range_mask32`` is an ``@intrinsic`` (``engine.jit.range_mask32``, first written here) emitting
+LLVM vector IR: one unaligned load of 32 bytes, two unsigned compares against splatted bounds,
+their ``and``, and the <32 x i1> bitcast to an integer -- which LLVM lowers to
+``vpcmpeqb``/``vpmovmskb``-style code on AVX2.  ``cttz`` is ``llvm.cttz``
+(``engine.ascii_pretok.cttz``).  On a 1M slice of stdlib code (its ASCII bytes):
 
 - the letter mask of every 32-byte block, popcounted (classification alone);
 - the end of every maximal ASCII-letter run, enumerated from the masks with ``cttz`` (a run
@@ -22,60 +23,12 @@ import time
 
 import numba
 import numpy as np
-from llvmlite import ir
-from numba.core import cgutils, types
-from numba.extending import intrinsic
 
 from toktier.bench.engine_targets import corpora, slices
+from toktier.engine.ascii_pretok import cttz
+from toktier.engine.jit import range_mask32
 
 LANES = 32
-
-
-@intrinsic
-def range_mask32(typingctx, arr, index, lo, hi):
-    """Bit j set when ``lo <= arr[index + j] <= hi`` (unsigned), j < 32; the caller keeps
-    ``index + 32 <= arr.size``."""
-    if not (isinstance(arr, types.Array) and arr.dtype == types.uint8 and arr.ndim == 1
-            and arr.layout == "C"):  # fmt: skip
-        return None
-    sig = types.int64(arr, index, lo, hi)
-
-    def codegen(context, builder, signature, args):
-        aryty, idxty, loty, hity = signature.args
-        ary = context.make_array(aryty)(context, builder, args[0])
-        i = context.cast(builder, args[1], idxty, types.intp)
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [i], wraparound=False)
-        vt = ir.VectorType(ir.IntType(8), LANES)
-        v = builder.load(builder.bitcast(ptr, vt.as_pointer()), align=1)
-        zeros = ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
-
-        def splat(x, xty):
-            b = builder.trunc(context.cast(builder, x, xty, types.int64), ir.IntType(8))
-            one = builder.insert_element(ir.Constant(vt, ir.Undefined), b,
-                                         ir.Constant(ir.IntType(32), 0))  # fmt: skip
-            return builder.shuffle_vector(one, ir.Constant(vt, ir.Undefined), zeros)
-
-        inside = builder.and_(builder.icmp_unsigned(">=", v, splat(args[2], loty)),
-                              builder.icmp_unsigned("<=", v, splat(args[3], hity)))  # fmt: skip
-        return builder.zext(builder.bitcast(inside, ir.IntType(LANES)), ir.IntType(64))
-
-    return sig, codegen
-
-
-@intrinsic
-def cttz(typingctx, x):
-    """Trailing zero bits of a nonzero integer (``llvm.cttz``: one ``tzcnt``)."""
-    if not isinstance(x, types.Integer):
-        return None
-    sig = types.int64(x)
-
-    def codegen(context, builder, signature, args):
-        v = context.cast(builder, args[0], signature.args[0], types.int64)
-        fnty = ir.FunctionType(ir.IntType(64), [ir.IntType(64), ir.IntType(1)])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.cttz.i64")
-        return builder.call(fn, [v, ir.Constant(ir.IntType(1), 1)])
-
-    return sig, codegen
 
 
 @numba.njit(nogil=True)
