@@ -13,13 +13,18 @@ from hypothesis import strategies as st
 from toktier.engine import ascii_pretok, cpu, rules
 from toktier.registry import load
 
-LINEAGE = {"llama3": 3, "cl100k": 3, "qwen3": 1, "qwen3.6": 1}
+# ``BpeTables.ascii_pre`` of each tokenizer it reaches: digits | variant << 2
+LINEAGE = {
+    "llama3": 3, "cl100k": 3, "qwen3": 1, "qwen3.6": 1,
+    "gpt-oss": 3 | ascii_pretok.O200K << 2, "tekken": 1 | ascii_pretok.TEKKEN << 2,
+}  # fmt: skip
 pretokenize_segment = cpu.RULES.pretokenize_segment
 
-# Pieces of ASCII text the pattern tells apart: contraction letters in both cases, digits,
-# every kind of whitespace, CR/LF in both orders, lone and repeated punctuation.
+# Pieces of ASCII text the patterns tell apart: contraction letters in both cases, capitals
+# after small letters (o200k), digits, every kind of whitespace, CR/LF in both orders, lone and
+# repeated punctuation, '/' (absorbed after CR/LF by o200k).
 ALPHABET = [
-    *"abzsStTmMdDrRvVlLeExQ", "0", "7", "1234",
+    *"abzsStTmMdDrRvVlLeExQ", "Ab", "aB", "HTTP", "x'S", "0", "7", "1234",
     " ", "  ", "\t", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x00", "\x7f",
     "'", "''", "(", ")", ".", ",", "-", "_", "/", '"', "'s", "'RE", "'ll",
 ]  # fmt: skip
@@ -33,6 +38,10 @@ LONG = [
     "1" * 200 + "a",
     "a" * 63 + "'s" + "b" * 10,
     "(" * 62 + "'ll" + "x",
+    "a" * 62 + "'lL'sx'Re",
+    "x" * 63 + "A" + "b" * 64 + "CD" + "e",
+    "." + "\n/" * 40 + "(x" + "/" * 70 + "\r\n/" + "x",
+    "./" * 33 + "\n" + "/" * 64 + " /\n",
     "\r\n" * 40 + "\t" * 30 + "(",
     "x" + "\t " * 40 + "\n" + " " * 30 + "\n" + " " * 40 + "z",
 ]
@@ -76,15 +85,20 @@ def _split(name, text, lo=0, hi=None, pad=b""):
 def test_the_lineage_gets_it_and_the_rest_do_not(name):
     eng = _engine(name)
     assert eng.bpe.ascii_pre == LINEAGE[name]
-    for other in ("gpt-oss", "tekken", "deepseek-v4"):
-        assert _engine(other).bpe.ascii_pre == 0
+    assert _engine("deepseek-v4").bpe.ascii_pre == 0
 
 
-def test_other_ascii_classes_turn_it_off():
-    """A tokenizer whose classes of some ASCII byte differ keeps the automaton."""
-    t = _engine("llama3").tables
-    assert ascii_pretok.ascii_mode(t.family_code, t.bits) == 3
-    for cp, bit in ((0x1C, rules.B_WS), (ord("_"), rules.B_L), (ord("a"), 0), (ord("5"), 0)):
+@pytest.mark.parametrize("name", ["llama3", "gpt-oss"])
+def test_other_ascii_classes_turn_it_off(name):
+    """A tokenizer whose classes of some ASCII byte differ keeps the automaton (for o200k,
+    a letter's case as well)."""
+    t = _engine(name).tables
+    assert ascii_pretok.ascii_mode(t.family_code, t.bits) == LINEAGE[name]
+    changes = [(0x1C, rules.B_WS), (ord("_"), rules.B_L), (ord("a"), 0), (ord("5"), 0)]
+    if name == "gpt-oss":
+        changes += [(ord("a"), rules.B_L | rules.B_LU), (ord("Q"), rules.B_L | rules.B_LL),
+                    (ord("z"), rules.B_L | rules.B_LL | rules.B_LO)]  # fmt: skip
+    for cp, bit in changes:
         bits = t.bits.copy()
         bits[cp] = bit
         assert ascii_pretok.ascii_mode(t.family_code, bits) == 0, hex(cp)
@@ -150,20 +164,23 @@ def _first_mismatch(reps, length, at, fold, digits, bits, family):
 
 
 REPRESENTATIVES = "asSleRx1 \t\n\r'("  # 15: contraction letters, digit, blanks, CR/LF, P
+# o200k's: a capital, '/' (and no second contraction letter of the same case to make room)
+REPRESENTATIVES_O200K = "asSlLx1 \t\n\r'(/A"
 
 
-@pytest.mark.parametrize("name", ["llama3", "qwen3"])
+@pytest.mark.parametrize("name", ["llama3", "qwen3", "gpt-oss", "tekken"])
 def test_every_short_string_splits_as_the_matcher(name):
     """Exhaustive up to 5 characters over 15 representatives (813,615 strings), across a
     word boundary of the masks."""
     t = _engine(name).tables
-    reps = np.frombuffer(REPRESENTATIVES.encode(), dtype=np.uint8).copy()
+    chars = REPRESENTATIVES_O200K if LINEAGE[name] >> 2 else REPRESENTATIVES
+    reps = np.frombuffer(chars.encode(), dtype=np.uint8).copy()
     for length in range(1, 6):
         bad = _first_mismatch(reps, length, 61, t.fold, LINEAGE[name], t.bits, t.family_code)
-        assert bad.size == 0, repr("".join(REPRESENTATIVES[d] for d in bad))
+        assert bad.size == 0, repr("".join(chars[d] for d in bad))
 
 
-@pytest.mark.parametrize("name", ["llama3", "qwen3"])
+@pytest.mark.parametrize("name", ["llama3", "qwen3", "gpt-oss", "tekken"])
 def test_the_engine_gives_the_reference_ids_either_way(name):
     """Whole encodes of ASCII text with added-token literals (segments) and every kind of
     piece: the same IDs with the bit-parallel pre-tokenizer and with the automaton, and the
@@ -171,7 +188,8 @@ def test_the_engine_gives_the_reference_ids_either_way(name):
     eng = _engine(name)
     tok = load(name)
     lit = next(x.content for x in tok.added_tokens if x.content.isascii() and x.special)
-    text = ("def f(x):\n    return x's  1234567 \r\n\n  \t(y) \n" * 40 + lit) * 3 + " tail\n  "
+    text = ("def fooBar(x):\n    return x's  1234567 \r\n\n  \t(y) # a/b.\n/HTTPServer'll\n" * 40
+            + lit) * 3 + " tail\n  "
     on = eng.bpe
     try:
         got_on = eng.encode(text)[0].tolist()

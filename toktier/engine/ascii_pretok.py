@@ -1,4 +1,4 @@
-"""The cl100k-lineage pre-tokenizer for ASCII, with piece starts derived bit-parallel (CPU).
+"""The cl100k-lineage and o200k pre-tokenizers for ASCII, piece starts derived bit-parallel (CPU).
 
 Why: on code the automaton (``pretok_dfa``) walks a dependent chain of table reads, ~2.2-3.1
 ns a character; the fastest peers split ASCII with vector class masks.  Here three passes do
@@ -21,6 +21,12 @@ it for the pattern of llama3 / cl100k (digits in threes) and qwen3 / qwen3.6 (si
    scalar code (rare).
 3. The starts are enumerated with ``cttz``.
 
+o200k (gpt-oss) and tekken differ on ASCII in three places (``start_words_o200k``): a letter
+run also starts a piece at each capital after a small letter (``[A-Z]*[a-z]+|[A-Z]+[a-z]*``);
+o200k attaches a contraction to the word before it (``word's``) where the cl100k lineage makes
+it a piece of its own, tekken has none; and a punctuation piece absorbs ``[\r\n/]*``, so the
+absorbed tail is a run of CR/LF and ``/`` seeded by a CR/LF after punctuation.
+
 Exact by test against the automaton and the reference (``tests/test_ascii_pretok.py``) and
 by the engine campaigns; used only where ``ascii_mode`` finds the tokenizer's ASCII classes
 equal to the ones hard-coded here.
@@ -35,8 +41,12 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 from . import rules
 from .jit import range_mask32
 
-ML, MN, MW, MR, MS, MA, MV = 0, 1, 2, 3, 4, 5, 6  # mask rows: letters, digits, \s, CR/LF,
-ROWS = 7  # space, apostrophe, inside the range; the starts follow them in the scratch
+ML, MN, MW, MR, MS, MA, MV, MU, MSL = 0, 1, 2, 3, 4, 5, 6, 7, 8  # mask rows: letters, digits,
+ROWS = 9  # \s, CR/LF, space, apostrophe, inside the range, A-Z and '/' (o200k); then the starts
+# ``BpeTables.ascii_pre``: the digits of a piece (3 or 1) | the variant << 2
+CL100K = 0  # contractions are pieces of their own (llama3, cl100k, qwen3, qwen3.6)
+O200K = 1  # case-aware words, contractions attached to the word before, '/' after CR/LF (gpt-oss)
+TEKKEN = 2  # o200k's words without contractions (tekken)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -46,26 +56,37 @@ def scratch_words(nchars):
 
 
 def ascii_mode(family_code: int, bits: np.ndarray) -> int:
-    """``BpeTables.ascii_pre``: 3 or 1 (digits per piece) where this pre-tokenizer is the
-    tokenizer's on ASCII, else 0.  The family must be of the cl100k lineage and the engine's
-    own class bits of the 128 ASCII code points must be exactly the classes hard-coded here
-    (letters A-Z a-z, digits 0-9, whitespace 9-13 and 32, nothing else) -- asked of the
-    tables, not assumed."""
-    digits = {rules.F_CL100K: 3, rules.F_QWEN: 1, rules.F_QWEN_LM: 1}.get(int(family_code), 0)
-    if not digits:
+    """``BpeTables.ascii_pre``: the digits of a piece (3 or 1) | the variant << 2 where this
+    pre-tokenizer is the tokenizer's on ASCII, else 0.  The family must be of the cl100k
+    lineage, o200k or tekken, and the engine's own class bits of the 128 ASCII code points
+    must be exactly the classes hard-coded here (letters A-Z a-z -- for o200k and tekken
+    A-Z upper-case only and a-z lower-case only --, digits 0-9, whitespace 9-13 and 32,
+    nothing else) -- asked of the tables, not assumed."""
+    mode = {
+        rules.F_CL100K: (3, CL100K), rules.F_QWEN: (1, CL100K), rules.F_QWEN_LM: (1, CL100K),
+        rules.F_O200K: (3, O200K), rules.F_TEKKEN: (1, TEKKEN),
+    }.get(int(family_code))  # fmt: skip
+    if mode is None:
         return 0
+    digits, variant = mode
     b = np.asarray(bits[:128], dtype=np.int64)
     cp = np.arange(128)
-    letter = ((cp >= 65) & (cp <= 90)) | ((cp >= 97) & (cp <= 122))
+    upper = (cp >= 65) & (cp <= 90)
+    lower = (cp >= 97) & (cp <= 122)
     digit = (cp >= 48) & (cp <= 57)
     space = ((cp >= 9) & (cp <= 13)) | (cp == 32)
     letter_bits = rules.B_L | (rules.B_M if family_code == rules.F_QWEN_LM else 0)
     same = (
-        np.array_equal((b & letter_bits) != 0, letter)
+        np.array_equal((b & letter_bits) != 0, upper | lower)
         and np.array_equal((b & rules.B_N) != 0, digit)
         and np.array_equal((b & rules.B_WS) != 0, space)
     )
-    return digits if same else 0
+    if variant != CL100K:  # the classes of o200k's two word alternatives
+        upperish = rules.B_LU | rules.B_LT | rules.B_LM | rules.B_LO | rules.B_M
+        lowerish = rules.B_LL | rules.B_LM | rules.B_LO | rules.B_M
+        same = (same and np.array_equal((b & upperish) != 0, upper)
+                and np.array_equal((b & lowerish) != 0, lower))  # fmt: skip
+    return digits | (variant << 2) if same else 0
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -74,10 +95,10 @@ def _u(x):
 
 
 @numba.njit(cache=True, nogil=True)
-def class_masks(u8, lo, hi, m, nw):
-    """``m[c * nw + w]`` bit j: byte ``lo + 64 w + j`` (< ``hi``) is of class c.  Vector
-    compares wherever 32 bytes can be read (past ``hi`` too: masked), bytes near the
-    array's end one by one."""
+def class_masks(u8, lo, hi, m, nw, cased):
+    """``m[c * nw + w]`` bit j: byte ``lo + 64 w + j`` (< ``hi``) is of class c (A-Z and '/'
+    only with ``cased``, for o200k).  Vector compares wherever 32 bytes can be read (past
+    ``hi`` too: masked), bytes near the array's end one by one."""
     for k in range(ROWS * nw):
         m[k] = 0
     i = lo
@@ -97,6 +118,9 @@ def class_masks(u8, lo, hi, m, nw):
         m[MS * nw + w] |= (sp & keep) << sh
         m[MA * nw + w] |= (range_mask32(u8, i, 39, 39) & keep) << sh
         m[MV * nw + w] |= keep << sh
+        if cased:
+            m[MU * nw + w] |= (range_mask32(u8, i, 65, 90) & keep) << sh
+            m[MSL * nw + w] |= (range_mask32(u8, i, 47, 47) & keep) << sh
         i += 32
     for k in range(i, hi):
         b = u8[k]
@@ -106,6 +130,8 @@ def class_masks(u8, lo, hi, m, nw):
         m[MV * nw + w] |= bit
         if (65 <= b <= 90) or (97 <= b <= 122):
             m[ML * nw + w] |= bit
+            if cased and b <= 90:
+                m[MU * nw + w] |= bit
         elif 48 <= b <= 57:
             m[MN * nw + w] |= bit
         elif (9 <= b <= 13) or b == 32:
@@ -116,6 +142,8 @@ def class_masks(u8, lo, hi, m, nw):
                 m[MS * nw + w] |= bit
         elif b == 39:
             m[MA * nw + w] |= bit
+        elif b == 47 and cased:
+            m[MSL * nw + w] |= bit
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -243,17 +271,145 @@ def start_words(u8, lo, hi, m, nw, fold, digits):
 
 
 @numba.njit(cache=True, nogil=True)
-def pretokenize_ascii(u8, lo, hi, fold, digits, scratch, ends, n):
+def _attached_contraction(u8, a, hi, fold, m, so, lo):
+    """o200k: the apostrophe at ``a`` follows a word's letter; if a contraction (``'s`` ...
+    ``'ll``, case as ``fold`` says, inside the range) follows, it ends that word: the
+    apostrophe starts no piece, nor do its letters, and a letter right after it starts one.
+    Returns the contraction's end, or -1."""
+    if a + 1 >= hi:
+        return -1
+    f = fold[u8[a + 1]]
+    k = 0
+    if f == 115 or f == 116 or f == 109 or f == 100:
+        k = 1
+    elif a + 2 < hi:
+        g = fold[u8[a + 2]]
+        if (f == 114 and g == 101) or (f == 118 and g == 101) or (f == 108 and g == 108):
+            k = 2
+    if k == 0:
+        return -1
+    d = a - lo
+    m[so + (d >> 6)] &= ~(1 << (d & 63))
+    if k == 2:  # nor its second letter (a capital after a small one: ``'lL``)
+        d += 2
+        m[so + (d >> 6)] &= ~(1 << (d & 63))
+    e = a + 1 + k
+    if e < hi:
+        b = u8[e]
+        if (65 <= b <= 90) or (97 <= b <= 122):
+            _set_bit(m, so, e - lo)
+    return e
+
+
+@numba.njit(cache=True, nogil=True)
+def start_words_o200k(u8, lo, hi, m, nw, fold, digits, contractions):
+    """``start_words`` for o200k (``contractions``) and tekken, the rules derived in
+    ``docs/engine.md``.  Against the cl100k lineage's: a capital after a small letter
+    starts a piece; the tail absorbed after punctuation is a run of CR/LF and '/' (seeded by
+    a CR/LF after punctuation; several seeds may fall in one run, so the seeds are or-ed
+    back in) and whatever follows it starts a piece, a letter included (the character
+    before it is no lead: it ended the tail); a punctuation character leads the letters
+    after it when it starts a piece itself; a contraction after a letter joins the word
+    (``_attached_contraction``) unless that letter ended a contraction itself (``x's'll``:
+    the second apostrophe leads ``ll``), none standing alone."""
+    so = ROWS * nw
+    z = _u(0)
+    one = _u(1)
+    s1, s2, s3, s61, s62, s63 = _u(1), _u(2), _u(3), _u(61), _u(62), _u(63)
+    pL = pN = pW = pR = pP = pS = pAbs = pG = pLo = pPs = z  # the previous word's masks
+    cA = cT = z  # carries of the two additions
+    for w in range(nw):
+        L = _u(m[ML * nw + w])
+        N = _u(m[MN * nw + w])
+        W = _u(m[MW * nw + w])
+        R = _u(m[MR * nw + w])
+        S = _u(m[MS * nw + w])
+        A = _u(m[MA * nw + w])
+        V = _u(m[MV * nw + w])
+        U = _u(m[MU * nw + w])
+        T = R | _u(m[MSL * nw + w])  # what a punctuation piece absorbs: [\r\n/]*
+        P = V & ~(L | N | W)
+        Q = W & ~R
+        Lo = L & ~U
+        nxt_non_ws = z
+        if w + 1 < nw:
+            nxt_non_ws = (_u(m[MV * nw + w + 1]) & ~_u(m[MW * nw + w + 1])) & one
+        L1 = (L << s1) | (pL >> s63)
+        N1 = (N << s1) | (pN >> s63)
+        N2 = (N << s2) | (pN >> s62)
+        W1 = (W << s1) | (pW >> s63)
+        R1 = (R << s1) | (pR >> s63)
+        P1 = (P << s1) | (pP >> s63)
+        S1 = (S << s1) | (pS >> s63)
+        Lo1 = (Lo << s1) | (pLo >> s63)
+        Q1 = W1 & ~R1
+        # the absorbed tails: from a CR/LF after punctuation through the run of CR/LF and '/'
+        seeds = R & P1
+        summed, cA = _add_carry(T, seeds, cA)
+        absorbed = (T & ~summed) | seeds
+        abs1 = (absorbed << s1) | (pAbs >> s63)
+        # punctuation that starts a piece: a run's first (no space before it), or right after a tail
+        pstart = ((P & ~P1 & ~S1) | (P & abs1)) & ~absorbed
+        lead_p = (pstart << s1) | (pPs >> s63)  # ... just before: it leads a letter run
+        letter_run = L & ~L1
+        out = (letter_run & ~(Q1 | lead_p)) | (U & Lo1)
+        if digits == 1:
+            out |= N
+        else:  # a run's start, then every third digit while the run lasts
+            g = N & ~N1
+            nxt = ((g << s3) | (pG >> s61)) & N & N1 & N2 & ~g
+            while nxt != z:
+                g |= nxt
+                nxt = ((g << s3) | (pG >> s61)) & N & N1 & N2 & ~g
+            out |= g
+            pG = g
+        out |= pstart
+        out |= W & ~W1
+        out |= V & abs1  # whatever follows a tail
+        out |= Q & (((V & ~W) >> s1) | (nxt_non_ws << s63))  # last space before non-space
+        out &= ~absorbed
+        cand = Q & R1 & ~abs1
+        summed, cT = _add_carry(Q, cand, cT)
+        bad = summed & ~Q & R
+        m[so + w] |= _i(out | cand)
+        while bad != z:
+            _drop_candidate(m, so, (w << 6) + cttz(bad))
+            bad &= bad - one
+        m[MA * nw + w] = _i(A & L1)  # apostrophes after a letter, for the pass below
+        pL, pN, pW, pR, pP, pS, pAbs, pLo, pPs = L, N, W, R, P, S, absorbed, Lo, pstart
+    if not contractions:
+        return
+    # After every word's starts are written: a contraction may clear a start in the next word.
+    con_end = -1  # where the last attached contraction ended
+    for w in range(nw):
+        con = _u(m[MA * nw + w])
+        while con != z:
+            a = lo + (w << 6) + cttz(con)
+            if a != con_end:
+                e = _attached_contraction(u8, a, hi, fold, m, so, lo)
+                if e >= 0:
+                    con_end = e
+            con &= con - one
+
+
+@numba.njit(cache=True, nogil=True)
+def pretokenize_ascii(u8, lo, hi, fold, mode, scratch, ends, n):
     """Append the piece ends of the all-ASCII ``u8[lo:hi]`` to ``ends[n:]``; returns the new
-    count.  ``scratch``: int64, at least ``scratch_words(hi - lo)`` long."""
+    count.  ``mode``: ``BpeTables.ascii_pre``.  ``scratch``: int64, at least
+    ``scratch_words(hi - lo)`` long."""
     if hi <= lo:
         return n
     nw = (hi - lo + 63) >> 6
-    class_masks(u8, lo, hi, scratch, nw)
+    digits = mode & 3
+    variant = mode >> 2
+    class_masks(u8, lo, hi, scratch, nw, variant != CL100K)
     so = ROWS * nw
     for w in range(nw):
         scratch[so + w] = 0
-    start_words(u8, lo, hi, scratch, nw, fold, digits)
+    if variant == CL100K:
+        start_words(u8, lo, hi, scratch, nw, fold, digits)
+    else:
+        start_words_o200k(u8, lo, hi, scratch, nw, fold, digits, variant == O200K)
     one = _u(1)
     base = lo
     x = _u(scratch[so]) & ~one  # lo itself starts the first piece

@@ -128,8 +128,9 @@ class BpeTables(NamedTuple):
     pm_index: np.ndarray
     pm_rows: np.ndarray
     direct: bool = False  # priorities are merged id << PRIO_GROUP_BITS | g (tables.direct_priorities)
-    # An all-ASCII range's pre-tokenizer: 3 or 1 (the digits of a piece) for the bit-parallel
-    # one of the cl100k lineage (``ascii_pretok``), 0 for the automaton (``ascii_pretok.ascii_mode``).
+    # An all-ASCII range's pre-tokenizer: the bit-parallel one (``ascii_pretok``) of the cl100k
+    # lineage, o200k or tekken -- the digits of a piece (3 or 1) | the variant << 2 --, or 0
+    # for the automaton (``ascii_pretok.ascii_mode``).
     ascii_pre: int = 0
 
 
@@ -186,7 +187,7 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None, jit_inline=None,
     if ascii_pretok is None:
 
         @jit
-        def ascii_pretok(u8, lo, hi, fold, digits, scratch, ends, n):
+        def ascii_pretok(u8, lo, hi, fold, mode, scratch, ends, n):
             return n
 
         @jit

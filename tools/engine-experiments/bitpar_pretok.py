@@ -17,7 +17,8 @@ from toktier.bench.engine_targets import corpora, slices
 from toktier.engine import ascii_pretok as AP
 from toktier.textcheck import utf8_array
 
-TRICKY = [*"aZ09 '\t\r\n\x0b\x0c.(_-sStTrRevlLdDmM", "  ", "\r\n", "'s", "'RE", "'ll", "1234"]
+TRICKY = [*"aZ09 '\t\r\n\x0b\x0c.(_-sStTrRevlLdDmM/A", "  ", "\r\n", "'s", "'RE", "'ll", "1234",
+          "aB", "HTTP", "\n/"]  # fmt: skip
 
 
 def automaton_ends(eng, text: str) -> np.ndarray:
@@ -64,12 +65,13 @@ def main(name: str = "llama3") -> None:
     scratch = np.empty(AP.scratch_words(u8.size) + 8, np.int64)
     ends = np.empty(u8.size + 2, np.int64)
     fold, digits = eng.tables.fold, eng.bpe.ascii_pre
+    cased = digits >> 2 != AP.CL100K
     p = eng.prepare(u8)
     t = eng.tables
     ends2 = np.empty(p.n + 1, np.int64)
     arms = {
         "automaton": lambda: H.pretokenize(p.cps, p.fl, t.fold, p.n, t.family_code, eng.bpe, ends2),
-        "masks only": lambda: AP.class_masks(u8, 0, u8.size, scratch, (u8.size + 63) >> 6),
+        "masks only": lambda: AP.class_masks(u8, 0, u8.size, scratch, (u8.size + 63) >> 6, cased),
         "bit-parallel": lambda: AP.pretokenize_ascii(u8, 0, u8.size, fold, digits, scratch, ends, 0),
     }
     res = {k: [] for k in arms}
