@@ -198,13 +198,38 @@ def _contraction_start(u8, a, hi, fold, m, so, lo):
             _set_bit(m, so, a + k - lo)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _digit_starts(N, N1, N2, pG, digits):
+    """(the digits that start a piece, the same word to carry): every digit for ``\\p{N}``;
+    for ``\\p{N}{1,3}`` a run's start, then every third digit while the run lasts (``pG``:
+    the previous word's)."""
+    if digits == 1:
+        return N, pG
+    z = _u(0)
+    s3, s61 = _u(3), _u(61)
+    g = N & ~N1
+    nxt = ((g << s3) | (pG >> s61)) & N & N1 & N2 & ~g
+    while nxt != z:
+        g |= nxt
+        nxt = ((g << s3) | (pG >> s61)) & N & N1 & N2 & ~g
+    return g, g
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _next_non_ws(m, nw, w):
+    """1 when the byte after word ``w`` is in the range and no whitespace, else 0 (uint64)."""
+    if w + 1 >= nw:
+        return _u(0)
+    return (_u(m[MV * nw + w + 1]) & ~_u(m[MW * nw + w + 1])) & _u(1)
+
+
 @numba.njit(cache=True, nogil=True)
 def start_words(u8, lo, hi, m, nw, fold, digits):
     """``m[ROWS * nw + w]`` (zeroed) bit j: a piece starts at ``lo + 64 w + j``."""
     so = ROWS * nw
     z = _u(0)
     one = _u(1)
-    s1, s2, s3, s61, s62, s63 = _u(1), _u(2), _u(3), _u(61), _u(62), _u(63)
+    s1, s2, s62, s63 = _u(1), _u(2), _u(62), _u(63)
     pL = pN = pW = pR = pP = pS = pA = pAbs = pG = z  # the previous word's masks
     cA = cT = z  # carries of the two additions
     for w in range(nw):
@@ -217,9 +242,7 @@ def start_words(u8, lo, hi, m, nw, fold, digits):
         V = _u(m[MV * nw + w])
         P = V & ~(L | N | W)  # punctuation: [^\s\p{L}\p{N}]
         Q = W & ~R  # whitespace but CR/LF
-        nxt_non_ws = z
-        if w + 1 < nw:
-            nxt_non_ws = (_u(m[MV * nw + w + 1]) & ~_u(m[MW * nw + w + 1])) & one
+        nxt_non_ws = _next_non_ws(m, nw, w)
         # "1": the character before is of the class; "2": the one before that
         L1 = (L << s1) | (pL >> s63)
         N1 = (N << s1) | (pN >> s63)
@@ -235,16 +258,8 @@ def start_words(u8, lo, hi, m, nw, fold, digits):
         lone_p = P1 & ~P2 & ~S2  # lone punctuation before, itself starting a match
         letter_run = L & ~L1
         out = letter_run & ~(Q1 | lone_p)
-        if digits == 1:
-            out |= N
-        else:  # a run's start, then every third digit while the run lasts
-            g = N & ~N1
-            nxt = ((g << s3) | (pG >> s61)) & N & N1 & N2 & ~g
-            while nxt != z:
-                g |= nxt
-                nxt = ((g << s3) | (pG >> s61)) & N & N1 & N2 & ~g
-            out |= g
-            pG = g
+        g, pG = _digit_starts(N, N1, N2, pG, digits)
+        out |= g
         out |= P & ~P1 & ~S1
         # CR/LF right after punctuation end its piece (`[\r\n]*`): the runs seeded there
         seeds = R & P1
@@ -315,7 +330,7 @@ def start_words_o200k(u8, lo, hi, m, nw, fold, digits, contractions):
     so = ROWS * nw
     z = _u(0)
     one = _u(1)
-    s1, s2, s3, s61, s62, s63 = _u(1), _u(2), _u(3), _u(61), _u(62), _u(63)
+    s1, s2, s62, s63 = _u(1), _u(2), _u(62), _u(63)
     pL = pN = pW = pR = pP = pS = pAbs = pG = pLo = pPs = z  # the previous word's masks
     cA = cT = z  # carries of the two additions
     for w in range(nw):
@@ -331,9 +346,7 @@ def start_words_o200k(u8, lo, hi, m, nw, fold, digits, contractions):
         P = V & ~(L | N | W)
         Q = W & ~R
         Lo = L & ~U
-        nxt_non_ws = z
-        if w + 1 < nw:
-            nxt_non_ws = (_u(m[MV * nw + w + 1]) & ~_u(m[MW * nw + w + 1])) & one
+        nxt_non_ws = _next_non_ws(m, nw, w)
         L1 = (L << s1) | (pL >> s63)
         N1 = (N << s1) | (pN >> s63)
         N2 = (N << s2) | (pN >> s62)
@@ -353,16 +366,8 @@ def start_words_o200k(u8, lo, hi, m, nw, fold, digits, contractions):
         lead_p = (pstart << s1) | (pPs >> s63)  # ... just before: it leads a letter run
         letter_run = L & ~L1
         out = (letter_run & ~(Q1 | lead_p)) | (U & Lo1)
-        if digits == 1:
-            out |= N
-        else:  # a run's start, then every third digit while the run lasts
-            g = N & ~N1
-            nxt = ((g << s3) | (pG >> s61)) & N & N1 & N2 & ~g
-            while nxt != z:
-                g |= nxt
-                nxt = ((g << s3) | (pG >> s61)) & N & N1 & N2 & ~g
-            out |= g
-            pG = g
+        g, pG = _digit_starts(N, N1, N2, pG, digits)
+        out |= g
         out |= pstart
         out |= W & ~W1
         out |= V & abs1  # whatever follows a tail
