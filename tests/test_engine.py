@@ -475,6 +475,47 @@ def test_long_piece_cache_sets_hold_two_pieces_most_recent_first():
     assert found(1)[1] == [1001, 2001, 3001] and found(0) is None
 
 
+def test_the_engine_finds_its_long_pieces_by_their_standalone_key(engine):
+    """A long piece (17..128 bytes) the engine merged is stored under the key
+    ``rules.long_words`` computes on its own from word loads, whether the engine read the
+    piece by word loads (mid-text) or byte by byte (at the text's end, where a load would
+    pass it), and the engine's lookup reads that row: a row rewritten with other ids and a
+    valid check word is trusted (so never corrupt one that way), and clearing the caches
+    brings the reference's ids back."""
+    from toktier.engine import cpu
+    from toktier.engine.rules import LONG_COLS, LONG_LEN_WORDS, LONG_WORDS
+
+    r = cpu.RULES
+    # one piece each for every pre-tokenizer: 30 ASCII bytes, and 46 bytes of two-byte
+    # characters (high bytes: a word's top bits set)
+    for word, text in itertools.product(
+        (" antidisestablishmentarianisms", " достопримечательностями"), ("mid", "end")
+    ):
+        text = "x =" + word + (" + y" * 20 if text == "mid" else "")
+        want = engine.encode_ids(text, threads=1).tolist()
+        assert want == engine.tokenizer.hf.encode(text, add_special_tokens=False).ids
+        data = word.encode()
+        piece = np.frombuffer(data + bytes(16), np.uint8)  # padded: word loads
+        w = np.zeros(LONG_WORDS, np.int64)
+        h = r.long_words(piece, 0, len(data), w)
+        _, lcache = engine._cache()
+        row, hdr = r.long_lookup(lcache, len(data), w, h)
+        assert row >= 0, f"the engine stored {word!r} under another key"
+        count = (hdr >> 8) & 0xFF
+        ids_at = 1 + LONG_WORDS + LONG_LEN_WORDS
+        old = lcache[row, ids_at : ids_at + count].tolist()
+        assert old == engine.tokenizer.hf.encode(word, add_special_tokens=False).ids
+        lcache[row, ids_at : ids_at + count] = [7] * count
+        lcache[row, LONG_COLS - 1] = r.check_at(lcache, row, LONG_COLS, lcache[row, 0])
+        try:
+            got = engine.encode_ids(text, threads=1).tolist()
+            k = want.index(old[0])
+            assert got == want[:k] + [7] * count + want[k + count :]
+        finally:
+            engine.clear_piece_caches()
+        assert engine.encode_ids(text, threads=1).tolist() == want
+
+
 def test_threads_share_one_cache_and_stay_exact():
     """Several Python threads encode (one and two threads per call) on one engine at once:
     every result equals the reference, and the caches stay one fixed budget."""

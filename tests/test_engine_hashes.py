@@ -87,3 +87,34 @@ def test_piece_keys_from_word_loads_equal_the_byte_by_byte_keys():
             assert got == (lw, w0, w1), (b0, length)
             checked += 1
     assert checked > 9000
+
+
+def test_long_piece_words_from_word_loads_equal_their_formula():
+    """A long piece's (17..128 bytes) words and hash: on the CPU one masked unaligned load a
+    word (``rules.long_words``), the byte loop where the last load would pass the array's
+    end.  Every length at every offset of a random array (high bytes first: a sign bit in
+    any word would show) gives the formula's 7-byte little-endian words and its hash in
+    Python integers, on both paths."""
+    rng = np.random.default_rng(11)
+    buf = rng.integers(0, 256, 400, dtype=np.uint8)
+    buf[:64] = 0xFF
+    long_words = cpu.RULES.long_words
+    w = np.zeros(32, np.int64)
+    checked = tail = 0
+    for b0 in range(buf.size):
+        for length in range(17, 129):
+            b1 = b0 + length
+            if b1 > buf.size:
+                break
+            w.fill(-1)  # stale scratch must not leak into any word
+            h = long_words(buf, b0, b1, w)
+            data = bytes(buf[b0:b1])
+            want = [int.from_bytes(data[k : k + 7], "little") for k in range(0, length, 7)]
+            assert w[: len(want)].tolist() == want, (b0, length)
+            hp = _mix_py(0x27D4EB2F165667C5, length)
+            for x in want:
+                hp = _mix_py(hp, x)
+            assert h == hp, (b0, length)
+            checked += 1
+            tail += b0 + 7 * len(want) + 1 > buf.size  # the byte loop's side
+    assert checked > 20000 and tail > 300

@@ -1050,14 +1050,28 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None, jit_inline=None,
     @jit
     def long_words(u8, b0, b1, words):
         """A long piece's bytes packed 7 to a word into ``words[:ceil(L/7)]`` (L <= len(words)
-        holds for any scratch of the piece's size); returns its hash."""
+        holds for any scratch of the piece's size); returns its hash.
+
+        With ``load_word``, each word is one unaligned load masked to its 7 bytes (or the
+        last word's fewer) when the piece has 8 readable bytes at its last word's start:
+        the same words and hash, ~6x fewer instructions than the byte loop (o200k's pieces
+        of 17+ bytes are 13% of multilingual prose's pieces)."""
         nw = (b1 - b0 + 6) // 7
-        for k in range(nw):
-            words[k] = 0
-        for k in range(b0, b1):
-            d = k - b0
-            q = d // 7
-            words[q] = words[q] | (int(u8[k]) << (8 * (d - 7 * q)))
+        if words_at_once and b0 + 7 * nw + 1 <= u8.size:
+            for k in range(nw):
+                rest = min(b1 - b0 - 7 * k, 7)
+                words[k] = load_word(u8, b0 + 7 * k) & ((1 << (8 * rest)) - 1)
+        else:
+            for k in range(nw):
+                words[k] = 0
+            for k in range(b0, b1):
+                d = k - b0
+                q = d // 7
+                words[q] = words[q] | (int(u8[k]) << (8 * (d - 7 * q)))
+        # The hash reads the words back from the array: mixed straight from the masked
+        # loads, LLVM proved the product's operands non-negative and dropped mix's
+        # ``& M63`` (numba's signed multiply has ``nsw``): a different hash
+        # (tests/test_engine_hashes.py).
         h = mix(0x27D4EB2F165667C5, b1 - b0)
         for k in range(nw):
             h = mix(h, words[k])
