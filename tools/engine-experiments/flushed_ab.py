@@ -1,0 +1,41 @@
+"""In-process A/B of two CPU engine versions on fresh slices with the caches flushed first.
+
+As ``inproc_ab.py`` (A this checkout, B ``/tmp/abpkg/toktier_b``), but 600 MB are written
+before every timed call, so each one finds the tables and piece-cache rows in memory, not in
+any cache; one thread, ``encode_ids``, alternated per slice.
+Usage: ``.venv/bin/python tools/engine-experiments/flushed_ab.py NAME KIND SAMPLES CHARS``.
+"""
+
+import os
+import sys
+import time
+
+import numpy as np
+
+os.environ.setdefault("TOKTIER_HOME", "data/build")
+sys.path.insert(0, "/tmp/abpkg")
+import toktier_b.engine.cpu as B
+
+from toktier.bench.engine_targets import corpora, slices
+from toktier.engine import cpu as A
+from toktier.registry import load
+
+name, kind, n, chars = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+tok = load(name)
+eng = {"A": A.new_engine(tok), "B": B.new_engine(tok)}
+text = corpora()[kind]
+for e in eng.values():
+    e.warmup()
+    e.encode_ids(text[-30000:], threads=1)
+big = np.ones(600 << 20, np.uint8)
+res = {"A": [], "B": []}
+for i, s in enumerate(slices(text, chars, n)):
+    for k in ["A", "B"] if i % 2 == 0 else ["B", "A"]:
+        big[::64] += 1
+        t0 = time.perf_counter()
+        eng[k].encode_ids(s, threads=1)
+        res[k].append(time.perf_counter() - t0)
+a, b = np.array(res["A"]), np.array(res["B"])
+print(
+    f"{name} {kind} {chars:,} flushed, fresh: A {np.median(a) * 1e3:.3f} B {np.median(b) * 1e3:.3f} ms, A/B {np.median(a / b):.3f} ({(a / b).min():.2f}-{(a / b).max():.2f})"
+)
