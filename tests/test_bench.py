@@ -579,3 +579,30 @@ def test_delta_sweep_times_both_tier_modes_on_the_same_cells_and_checks_the_firs
         checked = [r for r in mine if "exact" in r]
         assert [r["session"] for r in checked] == [0] and checked[0]["exact"] is True
     assert {r["path"] for r in rows if r["method"] == "toktier repair"} == {"repair"}
+
+
+def test_engine_targets_figure_counts_each_target_on_its_own_cells(tmp_path):
+    """``plot_targets`` judges each target on the cells it is stated for: one thread against
+    Gigatoken and HF at every size (a row without Gigatoken is not judged on it), the
+    all-cores targets at 1M characters and up on rows that have fastokens; met at or above
+    the goal.  It draws the PNG and returns those counts."""
+    from toktier.bench import engine_targets as ET
+
+    def row(tok, chars, giga, hf, fast, par):
+        return {"tokenizer": tok, "text": "code", "chars": chars, "toktier_1t_ms": 1.0,
+                "toktier_all_ms": 1.0 / par, "gigatoken_empty_ms": giga, "hf_ms": hf,
+                "fastokens_ms": None if fast is None else fast / par,
+                "1t_vs_gigatoken": giga, "1t_vs_hf": hf,
+                "all_vs_fastokens": fast, "parallel_speedup": par}  # fmt: skip
+
+    table = [
+        row("a", 48_000, 1.0, 19.9, 5.0, 5.0),  # all-cores targets not judged at 48K
+        row("a", 1_000_000, 0.99, 20.0, 1.0, 1.8),
+        row("a", 4_400_000, 2.0, 50.0, 0.5, 1.79),
+        row("w", 1_000_000, None, 30.0, None, 3.0),  # no Gigatoken, no fastokens (WordPiece)
+    ]
+    png = tmp_path / "targets.png"
+    counts = ET.plot_targets(table, png)
+    assert counts == {"1t_vs_gigatoken": (2, 3), "1t_vs_hf": (3, 4),
+                      "all_vs_fastokens": (1, 2), "parallel_speedup": (1, 2)}  # fmt: skip
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -501,10 +501,28 @@ def _cmd_profile_engine(args) -> int:
     return 0
 
 
+def _targets_title(m: dict) -> str:
+    """The engine-targets figure's title, naming the run's machine and commit."""
+    return (f"Issue #12's engine targets, one run ({m.get('cpu', '?')} x {m.get('cores', '?')} @ "
+            f"{str(m.get('commit', '?'))[:7]}): ratio per cell (bold: met; blue above the goal, "
+            "red below; grey: not judged)")  # fmt: skip
+
+
 def _cmd_bench_engine_targets(args) -> int:
     from . import load
     from .bench import engine_targets, machine
 
+    if args.from_table:
+        if not args.figure:
+            raise ToktierError("--from-table draws a figure: pass --figure PATH")
+        import pandas as pd
+
+        title = ""
+        if Path(args.run).exists():  # the run behind the table: say where it ran
+            title = _targets_title(json.loads(Path(args.run).read_text()).get("machine", {}))
+        counts = engine_targets.plot_targets(pd.read_csv(args.from_table), args.figure, title)
+        print(", ".join(f"{k} {m} of {n}" for k, (m, n) in counts.items()), f"-> {args.figure}")
+        return 0
     rows = []
     for name in args.tokenizers.split(","):
         rows += engine_targets.run(load(name), args.sizes, args.samples, progress=not args.quiet)
@@ -520,6 +538,8 @@ def _cmd_bench_engine_targets(args) -> int:
               f" ms (Gigatoken/1t {r['1t_vs_gigatoken'] or float('nan'):5.2f}, HF/1t "
               f"{r['1t_vs_hf']:5.1f}), all cores {r['toktier_all_ms']:8.2f} ms (fastokens/all "
               f"{r['all_vs_fastokens'] or float('nan'):5.2f})")  # fmt: skip
+    if args.figure:
+        engine_targets.plot_targets(table, args.figure, _targets_title(machine.machine_facts()))
     inexact = sum(1 for r in rows if r.get("exact") is False)
     print(f"toktier samples not equal to the reference: {inexact}; -> {args.out}, {args.run}")
     return 0 if inexact == 0 else 1
@@ -840,6 +860,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="different texts per cell (P50); cells below 100K characters take 3x")
     s.add_argument("--out", default="results/tables/engine-targets.csv")
     s.add_argument("--run", default="results/runs/engine-targets.json")
+    s.add_argument("--figure", help="heat maps of the four targets (e.g. "
+                   "results/figures/engine-targets.png)")  # fmt: skip
+    s.add_argument("--from-table", help="draw --figure from this earlier table; run nothing")
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=_cmd_bench_engine_targets)
 

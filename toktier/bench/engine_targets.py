@@ -124,3 +124,83 @@ def summary(rows: list[dict]) -> list[dict]:
             "parallel_speedup": one / allc,
         })  # fmt: skip
     return out
+
+
+# The grid's four targets: (column, goal, label).  A cell is met at or above its goal.
+TARGETS = (
+    ("1t_vs_gigatoken", 1.0, "one thread: Gigatoken empty cache / toktier (goal ≥ 1)"),
+    ("1t_vs_hf", 20.0, "one thread: HF / toktier (goal ≥ 20)"),
+    ("all_vs_fastokens", 1.0, "all cores: fastokens / toktier (goal ≥ 1; 1M, 4.4M)"),
+    ("parallel_speedup", 1.8, "toktier one thread / all cores (goal ≥ 1.8; 1M, 4.4M)"),
+)
+# the all-cores targets are stated for 1M and 4.4M characters only
+LARGE_ONLY = {"all_vs_fastokens", "parallel_speedup"}
+
+
+def met_counts(table) -> dict[str, tuple[int, int]]:
+    """Per target column: (cells met, cells judged); a cell without the peer is not judged,
+    nor are the all-cores targets below 1M characters."""
+    import pandas as pd
+
+    df = pd.DataFrame(table)
+    out = {}
+    for col, goal, _ in TARGETS:
+        d = df[df.chars >= 1_000_000] if col in LARGE_ONLY else df
+        if col == "parallel_speedup":
+            d = d[d.fastokens_ms.notna()]  # byte-level rows, as the other all-cores target
+        v = pd.to_numeric(d[col], errors="coerce").dropna()
+        out[col] = (int((v >= goal).sum()), int(v.size))
+    return out
+
+
+def plot_targets(table, path, title: str = "") -> dict[str, tuple[int, int]]:
+    """Four heat maps of the grid (rows: tokenizer and text; columns: characters), one per
+    target, each cell's ratio written in it and coloured by its distance from the goal on a
+    log scale (blue met, red missed); cells not judged are grey.  Returns ``met_counts``."""
+    import matplotlib
+    import pandas as pd
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import TwoSlopeNorm
+
+    df = pd.DataFrame(table)
+    counts = met_counts(df)
+    rows = list(dict.fromkeys(zip(df.tokenizer, df.text, strict=True)))
+    sizes = sorted(df.chars.unique())
+    fig, axes = plt.subplots(1, len(TARGETS), figsize=(4.1 * len(TARGETS), 0.36 * len(rows) + 1.9),
+                             sharey=True)  # fmt: skip
+    norm = TwoSlopeNorm(vcenter=0.0, vmin=-np.log(4), vmax=np.log(4))
+    for ax, (col, goal, label) in zip(axes, TARGETS, strict=True):
+        grid = np.full((len(rows), len(sizes)), np.nan)
+        for _, r in df.iterrows():
+            if col in LARGE_ONLY and (r.chars < 1_000_000 or pd.isna(r.fastokens_ms)):
+                continue
+            v = pd.to_numeric(r[col], errors="coerce")
+            if pd.notna(v):
+                grid[rows.index((r.tokenizer, r.text)), sizes.index(r.chars)] = v
+        shade = np.log(np.clip(grid / goal, 0.25, 4.0))
+        ax.imshow(np.ma.masked_invalid(shade), cmap="RdBu", norm=norm, aspect="auto")
+        ax.set_facecolor("#dddddd")
+        for i in range(len(rows)):
+            for j in range(len(sizes)):
+                if np.isfinite(grid[i, j]):
+                    text = f"{grid[i, j]:.2f}" if goal < 10 else f"{grid[i, j]:.0f}"
+                    dark = abs(shade[i, j]) > np.log(2.2)  # white on the darkest cells
+                    ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                            color="white" if dark else "black",
+                            fontweight="bold" if grid[i, j] >= goal else "normal")  # fmt: skip
+        met, judged = counts[col]
+        ax.set_title(f"{label}\nmet {met} of {judged}", fontsize=8)
+        ax.set_xticks(range(len(sizes)))
+        ax.set_xticklabels([f"{s / 1e6:g}M" if s >= 1e6 else f"{s // 1000}K" for s in sizes],
+                           fontsize=8)  # fmt: skip
+        ax.set_xlabel("characters per request", fontsize=8)
+    axes[0].set_yticks(range(len(rows)))
+    axes[0].set_yticklabels([f"{t}, {x}" for t, x in rows], fontsize=8)
+    fig.suptitle(title or "Issue #12's engine targets: ratio per cell (bold: met; blue above "
+                 "the goal, red below, grey: not judged)", fontsize=10)  # fmt: skip
+    fig.tight_layout()
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return counts
