@@ -14,19 +14,15 @@ import numpy as np
 
 os.environ.setdefault("TOKTIER_HOME", "data/build")
 sys.path.insert(0, "/tmp/abpkg")
-import toktier_b.engine.cpu as B
+from inproc_ab import warm_engines
 
 from toktier.bench.engine_targets import corpora, slices
-from toktier.engine import cpu as A
 from toktier.registry import load
 
 name, kind, n, chars = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 tok = load(name)
-eng = {"A": A.new_engine(tok), "B": B.new_engine(tok)}
 text = corpora()[kind]
-for e in eng.values():
-    e.warmup()
-    e.encode_ids(text[-30000:], threads=1)
+eng = warm_engines(tok, text)
 big = np.ones(600 << 20, np.uint8)
 res = {"A": [], "B": []}
 for i, s in enumerate(slices(text, chars, n)):

@@ -15,6 +15,7 @@ mistral-sp-v1/v3: ``results/runs/engine-ab/sp-merge-inline.txt``).  A KIND endin
 ``-ascii`` (``code-ascii``) has every non-ASCII character replaced by ``?`` first.  Used for
 ``results/runs/engine-ab/short-map-bytes.txt`` and ``ascii-path.txt``.
 """
+
 import os
 import sys
 import time
@@ -37,6 +38,17 @@ def _ms(fn, *args, **kw):
     return (time.perf_counter() - t0) * 1e3, out
 
 
+def warm_engines(tok, text: str, threads: int = 1) -> dict:
+    """Both sides' engines ("A" this checkout's, "B" ``toktier_b``'s), each warmed up and
+    having served the corpus tail once (also used by ``parallel_ab.py``, ``flushed_ab.py``,
+    ``settled_ab.py``)."""
+    engines = {"A": A.new_engine(tok), "B": B.new_engine(tok)}
+    for e in engines.values():
+        e.warmup()
+        e.encode_ids(text[-30000:], threads=threads)
+    return engines
+
+
 def one(eng, text: str, rec: dict) -> np.ndarray:
     ms, ids = _ms(eng.encode_ids, text, threads=1)
     rec["fresh"].append(ms)
@@ -48,16 +60,13 @@ def one(eng, text: str, rec: dict) -> np.ndarray:
 
 def main(name: str, kind: str, samples: int = 8, chars: int = 1_000_000) -> None:
     tok = load(name)
-    engines = {"A": A.new_engine(tok), "B": B.new_engine(tok)}
     ascii_only = kind.endswith("-ascii")  # e.g. code-ascii: every non-ASCII character -> "?"
     text = corpora()[kind.removesuffix("-ascii")]
     if ascii_only:
         text = text.encode("ascii", "replace").decode()
     if tok.hf.normalizer is not None:
         text = tok.hf.normalizer.normalize_str(text)
-    for e in engines.values():
-        e.warmup()
-        e.encode_ids(text[-30000:], threads=1)
+    engines = warm_engines(tok, text)
     res = {k: {"fresh": [], "warm": [], "empty": []} for k in engines}
     for i, s in enumerate(slices(text, chars, samples)):
         order = ["A", "B"] if i % 2 == 0 else ["B", "A"]

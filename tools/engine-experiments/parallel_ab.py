@@ -8,26 +8,19 @@ equal.  Prints P50s, the A/B ratio's median and range, and each side's warm spee
 
     .venv/bin/python tools/engine-experiments/parallel_ab.py llama3 code [SAMPLES [CHARS [THREADS]]]
 """
+
 import os
 import sys
-import time
 
 import numpy as np
 
 os.environ.setdefault("TOKTIER_HOME", "data/build")  # toktier_b has no checkout of its own
 sys.path.insert(0, "/tmp/abpkg")
 
-import toktier_b.engine.cpu as B
+from inproc_ab import _ms, warm_engines
 
 from toktier.bench.engine_targets import corpora, slices
-from toktier.engine import cpu as A
 from toktier.registry import load
-
-
-def _ms(fn, *args, **kw):
-    t0 = time.perf_counter()
-    out = fn(*args, **kw)
-    return (time.perf_counter() - t0) * 1e3, out
 
 
 def one(eng, text: str, threads: int, rec: dict) -> np.ndarray:
@@ -40,11 +33,8 @@ def one(eng, text: str, threads: int, rec: dict) -> np.ndarray:
 
 def main(name: str, kind: str, samples: int = 8, chars: int = 1_000_000, threads: int = 2):
     tok = load(name)
-    engines = {"A": A.new_engine(tok), "B": B.new_engine(tok)}
     text = corpora()[kind]
-    for e in engines.values():
-        e.warmup()
-        e.encode_ids(text[-30000:], threads=threads)
+    engines = warm_engines(tok, text, threads)
     res = {k: {"fresh": [], "warm": [], "warm 1t": []} for k in engines}
     for i, s in enumerate(slices(text, chars, samples)):
         order = ["A", "B"] if i % 2 == 0 else ["B", "A"]

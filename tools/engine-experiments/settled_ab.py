@@ -19,11 +19,10 @@ import numpy as np
 os.environ.setdefault("TOKTIER_HOME", "data/build")
 sys.path.insert(0, "/tmp/abpkg")
 
-import toktier_b.engine.cpu as B
+from inproc_ab import warm_engines
 
 from toktier.bench.engine_targets import corpora, slices
 from toktier.bench.timing import fresh_str, settle_allocator
-from toktier.engine import cpu as A
 from toktier.registry import load
 
 
@@ -36,11 +35,8 @@ def clocked(fn) -> tuple[float, object]:
 
 def main(name: str, kind: str, samples: int = 8, chars: int = 1_000_000) -> None:
     tok = load(name)
-    engines = {"A": A.new_engine(tok), "B": B.new_engine(tok)}
     text = corpora()[kind]
-    for e in engines.values():
-        e.warmup()
-        e.encode_ids(text[-30000:], threads=1)
+    engines = warm_engines(tok, text)
     rec = {(k, st): [] for k in engines for st in ("fresh", "again")}
     for i, s in enumerate(slices(text, int(chars), int(samples) + 1)[1:]):
         ref = tok.hf.encode(s, add_special_tokens=False).ids
@@ -55,8 +51,10 @@ def main(name: str, kind: str, samples: int = 8, chars: int = 1_000_000) -> None
     print(f"{name} {kind} {int(chars):,} chars, {samples} slices, settled, reference between calls")
     for state in ("fresh", "again"):
         a, b = np.array(rec[("A", state)]), np.array(rec[("B", state)])
-        print(f"  {state:6s} A {np.median(a):8.3f} ms  B {np.median(b):8.3f} ms  "
-              f"A/B per slice {np.median(a / b):.3f} ({(a / b).min():.2f}-{(a / b).max():.2f})")
+        print(
+            f"  {state:6s} A {np.median(a):8.3f} ms  B {np.median(b):8.3f} ms  "
+            f"A/B per slice {np.median(a / b):.3f} ({(a / b).min():.2f}-{(a / b).max():.2f})"
+        )
 
 
 if __name__ == "__main__":
