@@ -404,6 +404,15 @@ def test_gpu_report_draws_real_gpu_runs_only(tmp_path):
     assert "examples" not in out["certification"]
     assert (tmp_path / "figures" / "full-tokenization-gpu.png").stat().st_size > 10_000
     assert (tmp_path / "tables" / "gpu-tail.csv").read_text().count("\n") == 5
+    # a tail run (one size timed) gets no latency panel; its P99s join the tails' panel
+    tail_run = record("gpu", "0123456789abcdef", 1.0)
+    tail_run["latency_summary"] = [r for r in tail_run["latency_summary"] if r["chars"] == 100_000]
+    tail_run["tail_summary"] = [r | {"n": 1000} for r in tail_run["tail_summary"]]
+    (runs / "gpu-tail.json").write_text(json.dumps(tail_run))
+    tables = gpu_report.gpu_tables(gpu_report.gpu_runs(runs))
+    assert gpu_report.plot_gpu(tables, tmp_path / "f.png") == ["gpu-a.json"]
+    assert set(tables["tail"].file) == {"gpu-a.json", "gpu-tail.json"}
+    (runs / "gpu-tail.json").unlink()
     from toktier.cli import main
 
     assert main(["gpu-report", str(tmp_path)]) == 0  # the same, from the command line
@@ -429,6 +438,11 @@ def test_gpu_best_run_picks_one_whole_record():
     assert best_run([a, rec("d", [0.1, 0.1], method="toktier GPU, arrays")], "qwen3",
                     "toktier GPU, export")["file"] == "a"  # fmt: skip
     assert best_run([a, b], "tekken", "toktier GPU, export") is None
+    # a tail run timed one small size: its short sum never beats a run of every size
+    tail = {"file": "t", "latency_summary": [
+        {"tokenizer": "qwen3", "method": "toktier GPU, export", "chars": 100_000, "p50": 0.5}]}
+    assert best_run([tail, a, b], "qwen3", "toktier GPU, export")["file"] == "b"
+    assert best_run([tail], "qwen3", "toktier GPU, export")["file"] == "t"
 
 
 def test_compare_runs_judges_verdicts_and_method_order(tmp_path):

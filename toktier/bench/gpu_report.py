@@ -26,16 +26,18 @@ def gpu_runs(runs_dir: Path) -> list[dict]:
 
 
 def best_run(runs: list[dict], tokenizer: str, method: str) -> dict | None:
-    """The one run (of ``gpu_runs``) to draw ``method``'s rows from for ``tokenizer``: the
-    one with the lowest P50 summed over its sizes (the GPU's best showing, so a comparison
-    against it is the conservative one); None when no run has them. One run, not the
-    fastest cell of each: rows of two GPUs never mix in one line."""
-    best, best_total = None, None
+    """The one run (of ``gpu_runs``) to draw ``method``'s rows from for ``tokenizer``: among
+    the runs that timed it at the most sizes, the one with the lowest P50 summed over them
+    (the GPU's best showing, so a comparison against it is the conservative one); None when
+    no run has them. One run, not the fastest cell of each: rows of two GPUs never mix in
+    one line; and a tail run that timed one small size never wins on its short sum."""
+    best, best_key = None, None
     for rec in runs:
         p50 = [r["p50"] for r in rec["latency_summary"]
                if r["tokenizer"] == tokenizer and r["method"] == method]  # fmt: skip
-        if p50 and (best_total is None or sum(p50) < best_total):
-            best, best_total = rec, sum(p50)
+        key = (-len(p50), sum(p50))
+        if p50 and (best_key is None or key < best_key):
+            best, best_key = rec, key
     return best
 
 
@@ -66,7 +68,11 @@ def _tag(rec: dict) -> dict:
 def gpu_tables(runs: list[dict]) -> dict[str, pd.DataFrame]:
     """latency (P50/P90 per method and size), throughput (GB/s), tail (P99), one row set per run."""
     lat = [pd.DataFrame(r["latency_summary"]).assign(**_tag(r)) for r in runs]
-    thr = [pd.DataFrame(r["throughput"]).assign(**_tag(r)) for r in runs]
+    # a throughput row is a best of ``repeats`` passes: one pass (a tail run's side rows)
+    # still carries first-call costs, and F2 judges only rows with a warm pass among them
+    thr = [pd.DataFrame(r["throughput"]).assign(**_tag(r),
+                                                repeats=r.get("parameters", {}).get("repeats"))
+           for r in runs]  # fmt: skip
     tail = [pd.DataFrame(r["tail_summary"]).assign(**_tag(r)) for r in runs]
     return {
         "latency": pd.concat(lat, ignore_index=True) if lat else pd.DataFrame(),
@@ -103,13 +109,18 @@ def gpu_certification(cert_dir: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def plot_gpu(tables: dict[str, pd.DataFrame], path: Path) -> None:
-    """P50 against size per tokenizer run, and P99 under contention (graph replay vs eager)."""
+def plot_gpu(tables: dict[str, pd.DataFrame], path: Path) -> list[str]:
+    """P50 against size per tokenizer run, and P99 under contention (graph replay vs eager).
+    Returns the records that got a latency panel, in panel order."""
     import matplotlib.pyplot as plt
 
     lat, tail = tables["latency"], tables["tail"]
-    runs = list(dict.fromkeys(zip(lat.tokenizer, lat.file, lat.commit, lat.fresh_str,
-                                  strict=True)))  # fmt: skip
+    # a panel per run that timed several sizes; a tail run (one small size, many requests)
+    # shows in the tails' panel only
+    sizes = lat.groupby(["tokenizer", "file"]).chars.nunique()
+    runs = [(tok, file, commit, fresh) for tok, file, commit, fresh in dict.fromkeys(
+            zip(lat.tokenizer, lat.file, lat.commit, lat.fresh_str, strict=True))
+            if sizes[(tok, file)] > 1]  # fmt: skip
     panels = len(runs) + 1
     ncols = min(panels, 3)  # rows of three: one run per panel, the tails last
     nrows = -(-panels // ncols)
@@ -134,7 +145,9 @@ def plot_gpu(tables: dict[str, pd.DataFrame], path: Path) -> None:
     ax = axes[-1]
     gpu_of = {f: g for f, g in zip(lat.file, lat.gpu, strict=True)}
     short = tail.file.map(lambda f: short_gpu(gpu_of[f]))
-    t = tail.assign(run=tail.tokenizer + "\n" + short + "\n" + tail.commit)
+    # one group per record (two runs at one commit stay apart), named by its request count
+    n = tail.groupby("file").n.transform("max").map(lambda v: f"{v:,} req.")
+    t = tail.assign(run=tail.tokenizer + "\n" + short + "\n" + tail.commit + "\n" + n)
     labels, xs, width = list(dict.fromkeys(t.run)), range(len(set(t.run))), 0.2
     combos = [(m, c) for m in ("toktier GPU, graph replay", "toktier GPU, eager")
               for c in (False, True)]  # fmt: skip
@@ -154,6 +167,7 @@ def plot_gpu(tables: dict[str, pd.DataFrame], path: Path) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=150)
     plt.close(fig)
+    return [file for _, file, _, _ in runs]
 
 
 def write_gpu_report(results: Path, evidence: Path | None = None) -> dict | None:
