@@ -3,10 +3,11 @@
 # lease): pinned wheels into .whl/, xz-compressed tokenizer files and the trajectory archive
 # into .dev/ (both git-ignored, carried to the machine), and a default plan.
 # Usage, from the repo root after `toktier build` and `toktier fetch-data mini-swe-agent`:
-#   tools/gpu-lease/prepare.sh mistral-sp-v3 qwen3 cl100k deepseek-v4 mistral-sp-v1
+#   tools/gpu-lease/prepare.sh [TOKENIZER ...]   (default: the nine the GPU serves)
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
-names=("${@:-mistral-sp-v3 qwen3 cl100k deepseek-v4 mistral-sp-v1}")
+names=("${@:-qwen3 llama3 gpt-oss tekken qwen3.6 cl100k deepseek-v4 mistral-sp-v3 mistral-sp-v1}")
+mkdir -p .git/info  # a fresh checkout may lack it
 grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
 grep -qx '/.dev/' .git/info/exclude 2>/dev/null || echo '/.dev/' >> .git/info/exclude
 plat=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64
@@ -22,25 +23,23 @@ done
 cp data/build/archives/mini-swe-agent-gemini3-swebench-verified.tar.xz .dev/
 [ -e .dev/plan.sh ] || cat > .dev/plan.sh <<'PLAN'
 # step NAME CAP_SECONDS command...   (each step gets what is left of BUDGET, capped)
-# The ninth lease (H200, e97864c) certified the default engine of qwen3, llama3, gpt-oss,
-# tekken and qwen3.6 (0 divergences, five campaigns side by side in 197 s) and measured one
-# F3 run where graph replay's contended P99 (mistral-sp-v3, 9.39 ms) exceeded eager's (8.62):
-# two stalled requests of 100.  This plan settles it with 1,000 tail requests per method on
-# mistral-sp-v3 and qwen3 (100K single requests only, 3 samples, no CPU rows), then
-# certifies the default engine of the other four (cl100k and deepseek-v4 last at c28a7b7,
-# the two SentencePiece models at 17254b4).
-# Run as: tools/gpu-lease/prepare.sh mistral-sp-v3 qwen3 cl100k deepseek-v4 mistral-sp-v1
-for n in mistral-sp-v3 qwen3; do
-  step tail-$n 200 python3 -m toktier bench-gpu --tokenizers $n --sizes 100000 --samples 3 \
-      --tail-samples 1000 --corpus-chars 200000 --repeats 1 --no-cpu --quiet \
-      --out $OUT/gpu-tail1000-$n.json
-done
-for n in cl100k deepseek-v4 mistral-sp-v3 mistral-sp-v1; do
-  step cert-$n 300 python3 -m toktier certify-engine $n --device gpu --chars 1000000 \
-      --quiet --out $OUT/engine-gpu-$n.json &
-  sleep 2
+# The tenth lease (H200, 6d3c94f) certified the default engine of all nine side by side (268 s
+# with a bench before them) and made the first settled-allocator bench records (qwen3, llama3)
+# and 1,000-request tails (F3 reproduced). This plan: mistral-sp-v3's Table 4 rows settled
+# (its only rows are unsettled), then every default engine certified at this commit (skip the
+# certifications when no engine file changed since 6d3c94f). At most 8 files come back: the
+# certification records are packed into one archive.
+# Run as: tools/gpu-lease/prepare.sh   (then run.sh, one call of ~450 s)
+mkdir -p $OUT/c
+step bench-mistral-sp-v3 150 python3 -m toktier bench-gpu --tokenizers mistral-sp-v3 \
+    --samples 5 --tail-samples 100 --out $OUT/gpu-h200-settled-mistral-sp-v3.json
+for n in qwen3 llama3 gpt-oss tekken qwen3.6 cl100k deepseek-v4 mistral-sp-v3 mistral-sp-v1; do
+  step cert-$n 600 python3 -m toktier certify-engine $n --device gpu --chars 1000000 \
+      --quiet --out $OUT/c/$n.json &
+  sleep 1
 done
 wait
+(cd $OUT && tar czf certs.tgz c && rm -rf c)
 PLAN
 du -sh .whl .dev
 echo "Untrack results/ for the transfer (64 MiB limit), run, then restore:"
