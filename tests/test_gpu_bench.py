@@ -59,6 +59,13 @@ def test_bench_gpu_smoke_run_under_the_simulator(tmp_path, trajectory_archive):
     assert all(r["exact"] for r in up) and not any(r["units"] for r in base)
     assert {r["short_map"] for r in rec["throughput"]} == {False, True}
     assert all(r["exact"] for r in rec["latency"] if r["method"].startswith("toktier"))
+    # the host's CPU rows on the same texts: the engine on one thread and all cores (each
+    # checked) and fastokens, so a GPU host's record says how the CPU engine scales there
+    for m in ("toktier CPU, 1 thread", "toktier CPU, all cores", "fastokens"):
+        rows = [r for r in rec["latency"] if r["method"] == m]
+        assert [(r["chars"], r["sample"]) for r in rows] == [
+            (r["chars"], r["sample"]) for r in base], m
+    assert all("exact" in r for r in rec["latency"] if r["method"].startswith("toktier CPU"))
     assert {(r["corpus"], r["mode"]) for r in rec["throughput"]} >= {
         ("stdlib", "ids"),
         ("stdlib", "pretokenize"),

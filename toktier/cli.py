@@ -356,7 +356,7 @@ def _cmd_bench_gpu(args) -> int:
             "tail_samples": 1,
             "corpus_chars": 600,
             "repeats": 1,
-            "cpu": False,
+            "cpu": not args.no_cpu,  # the host's rows too: the smoke run proves they run
             "contention_procs": 1,
             "trajectories": 40,
             "corpus_sources": ("stdlib",),

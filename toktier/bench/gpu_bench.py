@@ -10,7 +10,7 @@ texts as experiment 06's CPU rows (``full_bench.fresh_texts``):
   synchronize), list delivery (IDs as a Python list) and packed export (IDs and
   spans on the host in one copy); Gigatoken with an empty cache (a new object
   per sample, construction not timed) on the same texts in the same run, and the
-  CPU engine on all cores unless ``cpu=False``.  Every toktier sample is
+  CPU engine on one thread and on all cores and fastokens unless ``cpu=False``.  Every toktier sample is
   checked against the reference (not timed);
 - host synchronizations per request, per delivery (the engine's own count);
 - batch throughput (GB/s of UTF-8) over the real corpora of experiment 06, for
@@ -110,12 +110,42 @@ def _gigatoken(tok):
     return prep
 
 
+def cpu_methods(tok, cpu) -> dict:
+    """The host's CPU rows beside the GPU's: name -> prepare(text) -> timed callable.
+
+    The CPU engine on all cores (``cpu``, the GPU engine's own) and on one thread (a second
+    engine: a shared one's piece caches would hand the second method the first one's
+    pieces), and fastokens (one warm object, as issue #12's grid has it) when installed:
+    on a GPU host's many cores these say how the CPU engine scales there, which the 2-vCPU
+    development VMs cannot. IDs alone, as every peer returns (``encode_ids``)."""
+    from ..engine.cpu import new_engine
+
+    one = new_engine(tok)
+    one.warmup()
+    out = {
+        "toktier CPU, 1 thread": lambda t: partial(one.encode_ids, t, threads=1),
+        "toktier CPU, all cores": lambda t: partial(cpu.encode_ids, t),
+    }
+    try:
+        import fastokens
+
+        f = fastokens.Tokenizer.from_file(tok.checked_path())
+        out["fastokens"] = lambda t: lambda: f.encode(t, add_special_tokens=False).ids
+    except (ImportError, ValueError):  # not installed, or a model it does not take
+        pass
+    return out
+
+
 def latency(tok, eng, trajs, sizes, samples, *, cpu=None, variants=None,
             progress=True) -> list[dict]:  # fmt: skip
     """Rows (method, chars, sample, ms, exact, host_syncs) on the fresh texts of experiment 06.
+    ``cpu``: the CPU engine for the host's rows (``cpu_methods``), None for none.
     ``variants``: {method name: another GpuEngine}, timed on the same texts with the arrays
     delivery (an A/B of an engine option in one run)."""
     giga = _gigatoken(tok)
+    host = cpu_methods(tok, cpu) if cpu is not None else {}
+    for prep in host.values():  # warm objects, as deployed: each has served a request
+        prep(fresh_str(fresh_texts(trajs, tok.name, 20_000, 1)[0]))()
     rows = []
     for chars in sizes:
         texts = fresh_texts(trajs, tok.name, chars, samples)
@@ -166,10 +196,12 @@ def latency(tok, eng, trajs, sizes, samples, *, cpu=None, variants=None,
             if giga is not None:
                 rows.append({"method": "Gigatoken, empty cache", "chars": chars, "sample": i,
                              "ms": time_method(giga, text)[0]})  # fmt: skip
-            if cpu is not None:
-                ms = time_method(lambda t: partial(cpu.encode_parallel, t), text)[0]
-                rows.append({"method": "toktier CPU, all cores", "chars": chars, "sample": i,
-                             "ms": ms})  # fmt: skip
+            for name, prep in host.items():
+                ms, fn = time_method(prep, text)
+                row = {"method": name, "chars": chars, "sample": i, "ms": ms}
+                if name.startswith("toktier"):  # the check, not timed
+                    row["exact"] = np.asarray(fn()).tolist() == ref_ids
+                rows.append(row)
     return rows
 
 
@@ -313,6 +345,9 @@ def run(
             "corpus_chars": corpus_chars,
             "repeats": repeats,
             "cpu": cpu,
+            # the CPU rows: IDs alone (encode_ids), one thread and all cores, and fastokens
+            # when installed; records without this key timed all cores with spans only
+            "cpu_rows": "ids, 1 thread + all cores + fastokens",
             "contention_procs": contention_procs or os.cpu_count(),
             "archive": str(archive),
             "trajectories": len(trajs),

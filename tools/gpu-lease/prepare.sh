@@ -12,10 +12,10 @@ grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/ex
 grep -qx '/.dev/' .git/info/exclude 2>/dev/null || echo '/.dev/' >> .git/info/exclude
 plat=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64
       --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64)
-# numpy < 2.5 for numba-cuda 0.30.4; the reference pinned; Gigatoken for the bench's rows
+# numpy < 2.5 for numba-cuda 0.30.4; the reference pinned; Gigatoken and fastokens for the bench's rows
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
     --implementation cp "${plat[@]}" -d .whl numpy==2.4.6 tokenizers==0.23.3 \
-    numba-cuda==0.30.4 gigatoken==0.10.0 pycountry==26.2.16
+    numba-cuda==0.30.4 gigatoken==0.10.0 fastokens==0.3.5 pycountry==26.2.16
 mkdir -p .dev/tok
 for n in ${names[@]}; do
     xz -T0 -6 -c "data/build/tokenizers/$n/tokenizer.json" > ".dev/tok/$n.json.xz"
