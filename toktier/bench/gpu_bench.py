@@ -10,8 +10,8 @@ texts as experiment 06's CPU rows (``full_bench.fresh_texts``):
   synchronize), list delivery (IDs as a Python list) and packed export (IDs and
   spans on the host in one copy); Gigatoken with an empty cache (a new object
   per sample, construction not timed) on the same texts in the same run, and the
-  CPU engine on one thread and on all cores and fastokens unless ``cpu=False``.  Every toktier sample is
-  checked against the reference (not timed);
+  CPU engine on one thread and on all cores and fastokens unless ``cpu=False``.
+  Every toktier sample is checked against the reference (not timed);
 - host synchronizations per request, per delivery (the engine's own count);
 - batch throughput (GB/s of UTF-8) over the real corpora of experiment 06, for
   full IDs (``encode_batch``) and for pre-tokenization alone (``split_batch``),
@@ -110,40 +110,27 @@ def _gigatoken(tok):
     return prep
 
 
-def cpu_methods(tok, cpu) -> dict:
-    """The host's CPU rows beside the GPU's: name -> prepare(text) -> timed callable.
-
-    The CPU engine on all cores (``cpu``, the GPU engine's own) and on one thread (a second
-    engine: a shared one's piece caches would hand the second method the first one's
-    pieces), and fastokens (one warm object, as issue #12's grid has it) when installed:
-    on a GPU host's many cores these say how the CPU engine scales there, which the 2-vCPU
-    development VMs cannot. IDs alone, as every peer returns (``encode_ids``)."""
-    from ..engine.cpu import new_engine
-
-    one = new_engine(tok)
-    one.warmup()
-    out = {
-        "toktier CPU, 1 thread": lambda t: partial(one.encode_ids, t, threads=1),
-        "toktier CPU, all cores": lambda t: partial(cpu.encode_ids, t),
-    }
-    try:
-        import fastokens
-
-        f = fastokens.Tokenizer.from_file(tok.checked_path())
-        out["fastokens"] = lambda t: lambda: f.encode(t, add_special_tokens=False).ids
-    except (ImportError, ValueError):  # not installed, or a model it does not take
-        pass
-    return out
+CPU_METHODS = ("toktier CPU, 1 thread", "toktier CPU, all cores", "fastokens")
 
 
-def latency(tok, eng, trajs, sizes, samples, *, cpu=None, variants=None,
+def cpu_methods(tok) -> dict:
+    """The host's CPU rows beside the GPU's (``full_bench.methods``, as issue #12's grid): the
+    CPU engine on one thread and on all cores, IDs alone, and fastokens (one warm object) when
+    installed. On a GPU host's many cores these say how the CPU engine scales there, which
+    the 2-vCPU development VMs cannot."""
+    from .full_bench import methods
+
+    return {k: v for k, v in methods(tok, lopt=False).items() if k in CPU_METHODS}
+
+
+def latency(tok, eng, trajs, sizes, samples, *, cpu=False, variants=None,
             progress=True) -> list[dict]:  # fmt: skip
     """Rows (method, chars, sample, ms, exact, host_syncs) on the fresh texts of experiment 06.
-    ``cpu``: the CPU engine for the host's rows (``cpu_methods``), None for none.
+    ``cpu``: time the host's rows too (``cpu_methods``).
     ``variants``: {method name: another GpuEngine}, timed on the same texts with the arrays
     delivery (an A/B of an engine option in one run)."""
     giga = _gigatoken(tok)
-    host = cpu_methods(tok, cpu) if cpu is not None else {}
+    host = cpu_methods(tok) if cpu else {}
     for prep in host.values():  # warm objects, as deployed: each has served a request
         prep(fresh_str(fresh_texts(trajs, tok.name, 20_000, 1)[0]))()
     rows = []
@@ -375,10 +362,6 @@ def run(
         warm = eng.warmup()
         warm_eager = eager.warmup(capture=False)
         record["gpu"] = eng.device_facts()
-        cpu_eng = None
-        if cpu:
-            cpu_eng = eng._cpu
-            cpu_eng.warmup()
         variants = {}
         if short_map_ab and eng.sp_tables is None:  # byte-level BPE only
             sm = GpuEngine(tok, short_map=not eng.short_map, cpu=eng._cpu)
@@ -390,7 +373,7 @@ def run(
             un.warmup()
             label = "16-bit" if un.units else "UTF-8"
             variants[f"toktier GPU, arrays, {label} upload"] = un
-        for r in latency(tok, eng, trajs, sizes, samples, cpu=cpu_eng, variants=variants,
+        for r in latency(tok, eng, trajs, sizes, samples, cpu=cpu, variants=variants,
                          progress=progress):  # fmt: skip
             record["latency"].append({"tokenizer": name, **r})
         for r in throughput(tok, eng, docs_by_corpus, repeats=repeats):
