@@ -311,7 +311,7 @@ def test_engine_targets_give_each_method_its_own_copy(monkeypatch):
         return lambda: [1]
 
     monkeypatch.setattr(engine_targets, "methods",
-                        lambda tok, lopt: {"toktier CPU, 1 thread": prep, "fastokens": prep})  # fmt: skip
+                        lambda tok, lopt, only: {"toktier CPU, 1 thread": prep, "fastokens": prep})  # fmt: skip
 
     class Tok:
         name = "x"

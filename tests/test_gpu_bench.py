@@ -66,6 +66,7 @@ def test_bench_gpu_smoke_run_under_the_simulator(tmp_path, trajectory_archive):
         assert [(r["chars"], r["sample"]) for r in rows] == [
             (r["chars"], r["sample"]) for r in base], m
     assert all("exact" in r for r in rec["latency"] if r["method"].startswith("toktier CPU"))
+    assert not {"tiktoken", "HF serial"} & methods  # only the asked-for peers are built
     assert {(r["corpus"], r["mode"]) for r in rec["throughput"]} >= {
         ("stdlib", "ids"),
         ("stdlib", "pretokenize"),

@@ -69,7 +69,7 @@ def run(tok, sizes, samples: int, *, kinds=KINDS, progress: bool = True,
         small_factor: int = SMALL_CELL_FACTOR) -> list[dict]:  # fmt: skip
     """Rows (tokenizer, text, chars, method, sample, ms, exact); ``samples`` per cell
     (``cell_samples``: more for small cells)."""
-    ms = {k: v for k, v in methods(tok, lopt=False).items() if k in METHODS}
+    ms = methods(tok, lopt=False, only=METHODS)
     texts = corpora()
     nfc = tok.hf.normalizer is not None
     for kind in kinds:  # warm objects as deployed: each has served a request before (untimed)

@@ -67,10 +67,16 @@ def fresh_texts(trajs, tokenizer_name: str, chars: int, n: int, stride: int = 7)
     return out
 
 
-def methods(tok, *, lopt_workers: int | None = None, lopt: bool = True) -> dict:
+def methods(tok, *, lopt_workers: int | None = None, lopt: bool = True,
+            only: tuple[str, ...] | None = None) -> dict:
     """name -> (prepare(text) -> callable timed once). Optional baselines that are missing or
     cannot load this tokenizer are skipped (neither Gigatoken nor fastokens takes WordPiece);
-    ``lopt=False`` leaves out the LoPT reproduction (its worker processes)."""
+    ``lopt=False`` leaves out the LoPT reproduction (its worker processes); ``only``: build
+    just these peers (a GPU host cannot fetch tiktoken's source files, say)."""
+
+    def want(name: str) -> bool:
+        return only is None or name in only
+
     # Two engine objects: the methods time the same text one after the other, and a shared
     # engine's piece caches would hand the second method the first one's pieces.
     eng, eng_all = new_engine(tok), new_engine(tok)
@@ -82,36 +88,40 @@ def methods(tok, *, lopt_workers: int | None = None, lopt: bool = True) -> dict:
         "toktier CPU, 1 thread": lambda t: lambda: eng.encode_ids(t, threads=1),
         "toktier CPU, all cores": lambda t: lambda: eng_all.encode_ids(t),
     }
-    with contextlib.suppress(ImportError):
-        import gigatoken
+    if want("Gigatoken, empty cache"):
+        with contextlib.suppress(ImportError):
+            import gigatoken
 
-        path = tok.checked_path()
-        try:
-            gigatoken.Tokenizer(path)
-        except (RuntimeError, ValueError):  # a model Gigatoken does not implement (WordPiece)
-            path = None
+            path = tok.checked_path()
+            try:
+                gigatoken.Tokenizer(path)
+            except (RuntimeError, ValueError):  # a model Gigatoken does not implement (WordPiece)
+                path = None
 
-        def giga(t):
-            g = gigatoken.Tokenizer(path)  # empty cache; construction is not timed
-            return lambda: g.encode(t)
+            def giga(t):
+                g = gigatoken.Tokenizer(path)  # empty cache; construction is not timed
+                return lambda: g.encode(t)
 
-        if path is not None:
-            out["Gigatoken, empty cache"] = giga
-    with contextlib.suppress(ImportError, ValueError):  # ValueError: a model it does not take
-        import fastokens
+            if path is not None:
+                out["Gigatoken, empty cache"] = giga
+    if want("fastokens"):
+        with contextlib.suppress(ImportError, ValueError):  # ValueError: a model it does not take
+            import fastokens
 
-        f = fastokens.Tokenizer.from_file(tok.checked_path())
-        out["fastokens"] = lambda t: lambda: f.encode(t, add_special_tokens=False).ids
-    with contextlib.suppress(Exception):
-        from .. import artifacts
-        from ..campaigns.conversion import tiktoken_encoding
+            f = fastokens.Tokenizer.from_file(tok.checked_path())
+            out["fastokens"] = lambda t: lambda: f.encode(t, add_special_tokens=False).ids
+    if want("tiktoken"):
+        with contextlib.suppress(Exception):
+            from .. import artifacts
+            from ..campaigns.conversion import tiktoken_encoding
 
-        if artifacts.entry(tok.name)["recipe"]["kind"] in ("tiktoken", "tekken"):
-            enc = tiktoken_encoding(tok.name)
-            out["tiktoken"] = lambda t: lambda: enc.encode(t, allowed_special="all")
+            if artifacts.entry(tok.name)["recipe"]["kind"] in ("tiktoken", "tekken"):
+                enc = tiktoken_encoding(tok.name)
+                out["tiktoken"] = lambda t: lambda: enc.encode(t, allowed_special="all")
     hf = tok.hf
-    out["HF serial"] = lambda t: lambda: hf.encode(t, add_special_tokens=False).ids
-    if lopt:
+    if want("HF serial"):
+        out["HF serial"] = lambda t: lambda: hf.encode(t, add_special_tokens=False).ids
+    if lopt and want("LoPT repro."):
         with contextlib.suppress(ImportError):
             from ..baselines.lopt import LoptFull
 

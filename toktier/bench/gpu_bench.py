@@ -120,7 +120,7 @@ def cpu_methods(tok) -> dict:
     the 2-vCPU development VMs cannot."""
     from .full_bench import methods
 
-    return {k: v for k, v in methods(tok, lopt=False).items() if k in CPU_METHODS}
+    return methods(tok, lopt=False, only=CPU_METHODS)
 
 
 def latency(tok, eng, trajs, sizes, samples, *, cpu=False, variants=None,
