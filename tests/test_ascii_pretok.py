@@ -1,6 +1,6 @@
 """The bit-parallel ASCII pre-tokenizer (``engine.ascii_pretok``) against the family matcher
 (``rules.pretokenize_segment``), the reference's own pre-tokenizer and, through the engine,
-the reference's IDs."""
+the reference's IDs; for deepseek-v4 also its scalar matcher over bytes (short ranges)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from toktier.registry import load
 LINEAGE = {
     "llama3": 3, "cl100k": 3, "qwen3": 1, "qwen3.6": 1,
     "gpt-oss": 3 | ascii_pretok.O200K << 2, "tekken": 1 | ascii_pretok.TEKKEN << 2,
+    "deepseek-v4": 3 | ascii_pretok.DEEPSEEK << 2,
 }  # fmt: skip
 pretokenize_segment = cpu.RULES.pretokenize_segment
 
@@ -25,8 +26,8 @@ pretokenize_segment = cpu.RULES.pretokenize_segment
 # repeated punctuation, '/' (absorbed after CR/LF by o200k).
 ALPHABET = [
     *"abzsStTmMdDrRvVlLeExQ", "Ab", "aB", "HTTP", "x'S", "0", "7", "1234",
-    " ", "  ", "\t", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x00", "\x7f",
-    "'", "''", "(", ")", ".", ",", "-", "_", "/", '"', "'s", "'RE", "'ll",
+    " ", "  ", "\t", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x00", "\x01", "\x7f",
+    "'", "''", "(", ")", ".", ",", "-", "_", "/", '"', "'s", "'RE", "'ll", "$", "<|", "~",
 ]  # fmt: skip
 # Cases that cross a 64-bit word of masks, or that the scalar fix-ups handle.
 LONG = [
@@ -44,6 +45,9 @@ LONG = [
     "./" * 33 + "\n" + "/" * 64 + " /\n",
     "\r\n" * 40 + "\t" * 30 + "(",
     "x" + "\t " * 40 + "\n" + " " * 30 + "\n" + " " * 40 + "z",
+    "\x00" * 63 + "\x01a" + "\x7f" * 70 + " ",  # controls (deepseek: unmatched, or leading)
+    "x" + " " * 62 + "1" + " " * 64 + "9",  # blanks before a digit end their stretch
+    ".." + " " * 61 + ".a" + "$" * 64 + "\r\n" * 3 + "b",
 ]
 _engines: dict = {}
 
@@ -82,19 +86,40 @@ def _split(name, text, lo=0, hi=None, pad=b""):
 
 
 @pytest.mark.parametrize("name", sorted(LINEAGE))
-def test_the_lineage_gets_it_and_the_rest_do_not(name):
+def test_every_byte_level_tokenizer_gets_it_and_reads_ascii_as_bytes(name):
     eng = _engine(name)
     assert eng.bpe.ascii_pre == LINEAGE[name]
-    assert _engine("deepseek-v4").bpe.ascii_pre == 0
+    assert eng._ascii_direct
 
 
-@pytest.mark.parametrize("name", ["llama3", "gpt-oss"])
+def test_ascii_bytes_follow_the_tables():
+    """deepseek-v4 has no automaton: an all-ASCII text is read as bytes only while its ASCII
+    pre-tokenizer is on (the tables and the flag are set together), and gives the reference
+    IDs either way."""
+    eng = _engine("deepseek-v4")
+    tok = load("deepseek-v4")
+    text = "x = f(a, b)  # 12345 tokens\n\tif y:\n        return '$z'\n" * 9
+    on = eng.bpe
+    try:
+        eng.bpe = on._replace(ascii_pre=0)
+        assert not eng._ascii_direct
+        got_off = eng.encode_ids(text, threads=1).tolist()
+    finally:
+        eng.bpe = on
+    assert eng._ascii_direct
+    want = tok.hf.encode(text, add_special_tokens=False).ids
+    assert eng.encode_ids(text, threads=1).tolist() == got_off == want
+
+
+@pytest.mark.parametrize("name", ["llama3", "gpt-oss", "deepseek-v4"])
 def test_other_ascii_classes_turn_it_off(name):
     """A tokenizer whose classes of some ASCII byte differ keeps the automaton (for o200k,
-    a letter's case as well)."""
+    a letter's case as well; for deepseek, punctuation and marks too)."""
     t = _engine(name).tables
     assert ascii_pretok.ascii_mode(t.family_code, t.bits) == LINEAGE[name]
     changes = [(0x1C, rules.B_WS), (ord("_"), rules.B_L), (ord("a"), 0), (ord("5"), 0)]
+    if name == "deepseek-v4":
+        changes += [(ord("$"), 0), (0x01, rules.B_P), (ord("a"), rules.B_L | rules.B_M)]
     if name == "gpt-oss":
         changes += [(ord("a"), rules.B_L | rules.B_LU), (ord("Q"), rules.B_L | rules.B_LL),
                     (ord("z"), rules.B_L | rules.B_LL | rules.B_LO)]  # fmt: skip
@@ -166,21 +191,58 @@ def _first_mismatch(reps, length, at, fold, digits, bits, family):
 REPRESENTATIVES = "asSleRx1 \t\n\r'("  # 15: contraction letters, digit, blanks, CR/LF, P
 # o200k's: a capital, '/' (and no second contraction letter of the same case to make room)
 REPRESENTATIVES_O200K = "asSlLx1 \t\n\r'(/A"
+# deepseek's: a letter, digit, space, tab, CR, LF, two punctuation, a control and a symbol
+REPRESENTATIVES_DEEPSEEK = "ax1 \t\n\r.(\x00$\x7fZ5\x0b"
 
 
-@pytest.mark.parametrize("name", ["llama3", "qwen3", "gpt-oss", "tekken"])
+@pytest.mark.parametrize("name", ["llama3", "qwen3", "gpt-oss", "tekken", "deepseek-v4"])
 def test_every_short_string_splits_as_the_matcher(name):
     """Exhaustive up to 5 characters over 15 representatives (813,615 strings), across a
     word boundary of the masks."""
     t = _engine(name).tables
-    chars = REPRESENTATIVES_O200K if LINEAGE[name] >> 2 else REPRESENTATIVES
+    variant = LINEAGE[name] >> 2
+    chars = {ascii_pretok.CL100K: REPRESENTATIVES,
+             ascii_pretok.DEEPSEEK: REPRESENTATIVES_DEEPSEEK}.get(variant, REPRESENTATIVES_O200K)
     reps = np.frombuffer(chars.encode(), dtype=np.uint8).copy()
     for length in range(1, 6):
         bad = _first_mismatch(reps, length, 61, t.fold, LINEAGE[name], t.bits, t.family_code)
         assert bad.size == 0, repr("".join(chars[d] for d in bad))
 
 
-@pytest.mark.parametrize("name", ["llama3", "qwen3", "gpt-oss", "tekken"])
+@numba.njit(cache=False)
+def _scalar_and_matcher(u8, lo, hi, fold, bits, family):
+    """(deepseek's scalar byte matcher's ends, the family matcher's) of ``u8[lo:hi]``."""
+    a = np.full(hi - lo + 1, -7, dtype=np.int64)
+    ma = ascii_pretok.deepseek_ascii_segment(u8, lo, hi, a, 0)
+    cps = u8.astype(np.uint32)
+    fl = np.empty(u8.size, dtype=np.uint16)
+    for i in range(u8.size):
+        fl[i] = bits[u8[i]]
+    b = np.empty(hi - lo + 1, dtype=np.int64)
+    mb = pretokenize_segment(cps, fl, fold, lo, hi, family, b, 0)
+    return a[:ma].copy(), b[:mb].copy()
+
+
+@given(parts=st.lists(st.sampled_from(ALPHABET), min_size=1, max_size=40), data=st.data())
+def test_deepseek_short_ranges_split_as_the_matcher(parts, data):
+    """The scalar matcher that takes deepseek's short ASCII ranges (and any whose scratch
+    would not fit) splits as the family matcher, inside a padded buffer too, and
+    ``pretokenize_ascii`` hands it the short ones."""
+    t = _engine("deepseek-v4").tables
+    text = "".join(parts)
+    pad = data.draw(st.text(st.sampled_from("a '\n.1\x00"), max_size=5)).encode()
+    u8 = np.frombuffer(pad + text.encode() + pad, dtype=np.uint8).copy()
+    lo, hi = len(pad), len(pad) + len(text)
+    got, want = _scalar_and_matcher(u8, lo, hi, t.fold, t.bits, t.family_code)
+    assert got.tolist() == want.tolist()
+    if hi - lo < rules.ASCII_PRETOK_MIN:  # no scratch at all: the scalar one answers
+        ends = np.zeros(hi - lo + 1, dtype=np.int64)
+        m = ascii_pretok.pretokenize_ascii(u8, lo, hi, t.fold, LINEAGE["deepseek-v4"],
+                                           np.zeros(0, dtype=np.int64), ends, 0)  # fmt: skip
+        assert ends[:m].tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("name", ["llama3", "qwen3", "gpt-oss", "tekken", "deepseek-v4"])
 def test_the_engine_gives_the_reference_ids_either_way(name):
     """Whole encodes of ASCII text with added-token literals (segments) and every kind of
     piece: the same IDs with the bit-parallel pre-tokenizer and with the automaton, and the

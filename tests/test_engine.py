@@ -603,12 +603,12 @@ _ASCII_WORDS = ["don't", "I'VE", "we'll", "CamelCase", "12345", "0x1F", "__init_
 @pytest.mark.parametrize("name", BYTE_BPE)
 def test_ascii_text_is_read_as_its_bytes_and_stays_exact(name):
     """An all-ASCII text skips the decode (``cpu._encode_text``'s ``ascii_direct``): every
-    byte-level tokenizer here whose pre-tokenizer is an automaton qualifies (all but
-    deepseek-v4's), and such texts -- literals included -- still get the reference's IDs
-    and spans."""
+    byte-level tokenizer here qualifies (an automaton that never hands ASCII to the matcher,
+    or -- deepseek-v4 -- an ASCII pre-tokenizer that takes every range), and such texts --
+    literals included -- still get the reference's IDs and spans."""
     tok = toktier.load(name)
     eng = engine_for(tok)
-    assert eng._ascii_direct == (name != "deepseek-v4")
+    assert eng._ascii_direct
     lits = [t.content for t in tok.added_tokens[:8] if t.content.isascii()]
     ascii_chars = st.text(st.characters(max_codepoint=127), max_size=6)
 

@@ -42,11 +42,13 @@ from . import rules
 from .jit import range_mask32
 
 ML, MN, MW, MR, MS, MA, MV, MU, MSL = 0, 1, 2, 3, 4, 5, 6, 7, 8  # mask rows: letters, digits,
-ROWS = 9  # \s, CR/LF, space, apostrophe, inside the range, A-Z and '/' (o200k); then the starts
+ROWS = 9  # \s, CR/LF, space, apostrophe (deepseek: the controls), inside the range, A-Z and '/'
+# (o200k); then the starts
 # ``BpeTables.ascii_pre``: the digits of a piece (3 or 1) | the variant << 2
 CL100K = 0  # contractions are pieces of their own (llama3, cl100k, qwen3, qwen3.6)
 O200K = 1  # case-aware words, contractions attached to the word before, '/' after CR/LF (gpt-oss)
 TEKKEN = 2  # o200k's words without contractions (tekken)
+DEEPSEEK = rules.ASCII_DEEPSEEK  # deepseek-v4's three Split stages (digits in threes isolated)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -64,7 +66,7 @@ def ascii_mode(family_code: int, bits: np.ndarray) -> int:
     nothing else) -- asked of the tables, not assumed."""
     mode = {
         rules.F_CL100K: (3, CL100K), rules.F_QWEN: (1, CL100K), rules.F_QWEN_LM: (1, CL100K),
-        rules.F_O200K: (3, O200K), rules.F_TEKKEN: (1, TEKKEN),
+        rules.F_O200K: (3, O200K), rules.F_TEKKEN: (1, TEKKEN), rules.F_DEEPSEEK: (3, DEEPSEEK),
     }.get(int(family_code))  # fmt: skip
     if mode is None:
         return 0
@@ -81,7 +83,11 @@ def ascii_mode(family_code: int, bits: np.ndarray) -> int:
         and np.array_equal((b & rules.B_N) != 0, digit)
         and np.array_equal((b & rules.B_WS) != 0, space)
     )
-    if variant != CL100K:  # the classes of o200k's two word alternatives
+    if variant == DEEPSEEK:  # its third stage reads punctuation and symbols, and marks
+        punct = ~(upper | lower | digit | space) & (cp >= 33) & (cp <= 126)
+        same = (same and np.array_equal((b & (rules.B_P | rules.B_S)) != 0, punct)
+                and not (b & rules.B_M).any())  # fmt: skip
+    elif variant != CL100K:  # the classes of o200k's two word alternatives
         upperish = rules.B_LU | rules.B_LT | rules.B_LM | rules.B_LO | rules.B_M
         lowerish = rules.B_LL | rules.B_LM | rules.B_LO | rules.B_M
         same = (same and np.array_equal((b & upperish) != 0, upper)
@@ -95,10 +101,13 @@ def _u(x):
 
 
 @numba.njit(cache=True, nogil=True)
-def class_masks(u8, lo, hi, m, nw, cased):
+def class_masks(u8, lo, hi, m, nw, variant):
     """``m[c * nw + w]`` bit j: byte ``lo + 64 w + j`` (< ``hi``) is of class c (A-Z and '/'
-    only with ``cased``, for o200k).  Vector compares wherever 32 bytes can be read (past
-    ``hi`` too: masked), bytes near the array's end one by one."""
+    only for o200k and tekken; row MA the apostrophe, for deepseek the controls instead).
+    Vector compares wherever 32 bytes can be read (past ``hi`` too: masked), bytes near the
+    array's end one by one."""
+    cased = variant in (O200K, TEKKEN)
+    controls = variant == DEEPSEEK
     for k in range(ROWS * nw):
         m[k] = 0
     i = lo
@@ -116,7 +125,11 @@ def class_masks(u8, lo, hi, m, nw, cased):
         m[MW * nw + w] |= ((range_mask32(u8, i, 9, 13) | sp) & keep) << sh
         m[MR * nw + w] |= (cr & keep) << sh
         m[MS * nw + w] |= (sp & keep) << sh
-        m[MA * nw + w] |= (range_mask32(u8, i, 39, 39) & keep) << sh
+        if controls:  # [\x00-\x08\x0e-\x1f\x7f]: neither letter, digit, space nor punctuation
+            ctl = range_mask32(u8, i, 0, 8) | range_mask32(u8, i, 14, 31)
+            m[MA * nw + w] |= ((ctl | range_mask32(u8, i, 127, 127)) & keep) << sh
+        else:
+            m[MA * nw + w] |= (range_mask32(u8, i, 39, 39) & keep) << sh
         m[MV * nw + w] |= keep << sh
         if cased:
             m[MU * nw + w] |= (range_mask32(u8, i, 65, 90) & keep) << sh
@@ -140,7 +153,7 @@ def class_masks(u8, lo, hi, m, nw, cased):
                 m[MR * nw + w] |= bit
             if b == 32:
                 m[MS * nw + w] |= bit
-        elif b == 39:
+        elif (b == 39) if not controls else (b <= 8 or 14 <= b <= 31 or b == 127):
             m[MA * nw + w] |= bit
         elif b == 47 and cased:
             m[MSL * nw + w] |= bit
@@ -397,22 +410,186 @@ def start_words_o200k(u8, lo, hi, m, nw, fold, digits, contractions):
             con &= con - one
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _next_bit0(m, row, nw, w):
+    """Bit 0 of row ``row``'s word ``w + 1`` (0 past the last word), as a uint64."""
+    if w + 1 >= nw:
+        return _u(0)
+    return _u(m[row * nw + w + 1]) & _u(1)
+
+
+@numba.njit(cache=True, nogil=True)
+def start_words_deepseek(m, nw):
+    r"""``start_words`` for deepseek-v4's three stages on ASCII (rules derived in
+    ``docs/engine.md``, "deepseek-v4 on ASCII").  Stage 1 isolates ``\p{N}{1,3}`` (a
+    digit run's start and every third digit start pieces), so every stretch between digits
+    is an input of its own to stage 3 (stage 2's CJK runs never occur in ASCII), whose
+    pattern is ``[P][A-Za-z]+ | [^\r\n\p{L}\p{P}\p{S}]?\p{L}+ | ' '?[P]+[\r\n]* |
+    \s*[\r\n]+ | \s+(?!\S) | \s+``, P the 32 ASCII punctuation and symbols; a control
+    (row MA here) not before a letter matches nothing and joins the controls before it.
+    Against the cl100k lineage's rules: a punctuation character that starts a piece leads
+    the letters after it; a blank or a control before a letter leads it (never a CR/LF);
+    whitespace before a digit ends its stretch, so the whole run is one piece there (the
+    ``(?!\S)`` meets the input's end); no contractions."""
+    so = ROWS * nw
+    z = _u(0)
+    one = _u(1)
+    s1, s2, s62, s63 = _u(1), _u(2), _u(62), _u(63)
+    pL = pN = pW = pR = pP = pS = pC = pAbs = pG = pPs = z  # the previous word's masks
+    cA = cT = z  # carries of the two additions
+    for w in range(nw):
+        L = _u(m[ML * nw + w])
+        N = _u(m[MN * nw + w])
+        W = _u(m[MW * nw + w])
+        R = _u(m[MR * nw + w])
+        S = _u(m[MS * nw + w])
+        C = _u(m[MA * nw + w])
+        V = _u(m[MV * nw + w])
+        P = V & ~(L | N | W | C)
+        Q = W & ~R
+        X = V & ~(W | N)  # ends a blank run inside a stretch: (?!\S) fails before it
+        L1 = (L << s1) | (pL >> s63)
+        N1 = (N << s1) | (pN >> s63)
+        N2 = (N << s2) | (pN >> s62)
+        W1 = (W << s1) | (pW >> s63)
+        R1 = (R << s1) | (pR >> s63)
+        P1 = (P << s1) | (pP >> s63)
+        S1 = (S << s1) | (pS >> s63)
+        C1 = (C << s1) | (pC >> s63)
+        Q1 = W1 & ~R1
+        l_next = (L >> s1) | (_next_bit0(m, ML, nw, w) << s63)
+        x_next = (X >> s1) | (((_next_bit0(m, MV, nw, w) & ~_next_bit0(m, MW, nw, w)
+                                & ~_next_bit0(m, MN, nw, w)) & one) << s63)  # fmt: skip
+        g, pG = _digit_starts(N, N1, N2, pG, 3)
+        pstart = P & ~P1 & ~S1  # a punctuation run's first, unless a space before leads it
+        ps1 = (pstart << s1) | (pPs >> s63)
+        out = g | pstart
+        out |= L & ~L1 & ~Q1 & ~C1 & ~ps1  # a letter run no lead joins
+        out |= C & (~C1 | l_next)  # a control run's first, and a control leading letters
+        # CR/LF right after punctuation end its piece (``[\r\n]*``): the runs seeded there
+        seeds = R & P1
+        summed, cA = _add_carry(R, seeds, cA)
+        absorbed = R & ~summed
+        abs1 = (absorbed << s1) | (pAbs >> s63)
+        out |= W & ~W1 & ~absorbed
+        out |= Q & abs1
+        out |= Q & x_next  # the last blank before a non-space of the stretch
+        # blanks after a CR/LF start a piece unless they end at another CR/LF (as cl100k's)
+        cand = Q & R1 & ~abs1
+        summed, cT = _add_carry(Q, cand, cT)
+        bad = summed & ~Q & R
+        m[so + w] |= _i(out | cand)
+        while bad != z:
+            _drop_candidate(m, so, (w << 6) + cttz(bad))
+            bad &= bad - one
+        pL, pN, pW, pR, pP, pS, pC, pAbs, pPs = L, N, W, R, P, S, C, absorbed, pstart
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _ds_class(b):
+    """deepseek's classes of an ASCII byte: 0 letter, 1 digit, 2 CR/LF, 3 other blank,
+    4 punctuation or symbol, 5 control."""
+    if (65 <= b <= 90) or (97 <= b <= 122):
+        return 0
+    if 48 <= b <= 57:
+        return 1
+    if b == 10 or b == 13:
+        return 2
+    if (9 <= b <= 13) or b == 32:
+        return 3
+    if 33 <= b <= 126:
+        return 4
+    return 5
+
+
+@numba.njit(cache=True, nogil=True)
+def _ds_run(u8, i, hi, cls):
+    """The end of the run of class ``cls`` from ``i``."""
+    while i < hi and _ds_class(u8[i]) == cls:
+        i += 1
+    return i
+
+
+@numba.njit(cache=True, nogil=True)
+def _ds_match(u8, i, hi):
+    """deepseek's third stage at ``i`` of a digit-free stretch ending at ``hi``: the match's
+    end, or -1 (``rules.deepseek_match`` on bytes, its classes those of ``_ds_class``)."""
+    c = _ds_class(u8[i])
+    nxt = _ds_class(u8[i + 1]) if i + 1 < hi else -1
+    if c == 0:
+        return _ds_run(u8, i, hi, 0)
+    if nxt == 0 and c != 2:  # [P][A-Za-z]+, or a blank or control leading letters
+        return _ds_run(u8, i + 1, hi, 0)
+    if c == 4 or (u8[i] == 32 and nxt == 4):  # ' '?[P]+[\r\n]*
+        j = _ds_run(u8, i if c == 4 else i + 1, hi, 4)
+        return _ds_run(u8, j, hi, 2)
+    if c == 5:
+        return -1
+    j = i  # whitespace: through its last CR/LF, else all but a last blank before a non-space
+    last_crlf = -1
+    while j < hi and (_ds_class(u8[j]) == 2 or _ds_class(u8[j]) == 3):
+        if _ds_class(u8[j]) == 2:
+            last_crlf = j
+        j += 1
+    if last_crlf >= 0:
+        return last_crlf + 1
+    if j < hi and j - i >= 2:
+        return j - 1
+    return j if j >= hi else i + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def deepseek_ascii_segment(u8, lo, hi, ends, n):
+    """deepseek's three stages over the all-ASCII ``u8[lo:hi]``, a scalar matcher over the
+    bytes (the short ranges ``pretokenize_ascii`` leaves to it; no class bits needed)."""
+    i = lo
+    while i < hi:
+        if _ds_class(u8[i]) == 1:  # \p{N}{1,3}, counted from the run's start
+            r = _ds_run(u8, i, hi, 1)
+            while i < r:
+                i = min(i + 3, r)
+                ends[n] = i
+                n += 1
+            continue
+        t = i
+        while t < hi and _ds_class(u8[t]) != 1:
+            t += 1
+        while i < t:  # the stretch [i, t): matches, and what no match takes between them
+            e = _ds_match(u8, i, t)
+            if e < 0:
+                e = i + 1
+                while e < t and _ds_match(u8, e, t) < 0:
+                    e += 1
+            ends[n] = e
+            n += 1
+            i = e
+    return n
+
+
 @numba.njit(cache=True, nogil=True)
 def pretokenize_ascii(u8, lo, hi, fold, mode, scratch, ends, n):
     """Append the piece ends of the all-ASCII ``u8[lo:hi]`` to ``ends[n:]``; returns the new
     count.  ``mode``: ``BpeTables.ascii_pre``.  ``scratch``: int64, at least
-    ``scratch_words(hi - lo)`` long."""
+    ``scratch_words(hi - lo)`` long -- except for deepseek, which takes any range: a short
+    one (or one whose scratch is short) goes to its scalar matcher over the bytes, since that
+    family has no automaton to fall back on and an all-ASCII text it reads as bytes has no
+    class bits for its matcher (``cpu.ascii_reads_bytes``)."""
     if hi <= lo:
         return n
     nw = (hi - lo + 63) >> 6
     digits = mode & 3
     variant = mode >> 2
-    class_masks(u8, lo, hi, scratch, nw, variant != CL100K)
+    if variant == DEEPSEEK and (hi - lo < rules.ASCII_PRETOK_MIN
+                                or scratch.size < scratch_words(hi - lo)):  # fmt: skip
+        return deepseek_ascii_segment(u8, lo, hi, ends, n)
+    class_masks(u8, lo, hi, scratch, nw, variant)
     so = ROWS * nw
     for w in range(nw):
         scratch[so + w] = 0
     if variant == CL100K:
         start_words(u8, lo, hi, scratch, nw, fold, digits)
+    elif variant == DEEPSEEK:
+        start_words_deepseek(scratch, nw)
     else:
         start_words_o200k(u8, lo, hi, scratch, nw, fold, digits, variant == O200K)
     one = _u(1)

@@ -1229,8 +1229,9 @@ def ascii_reads_bytes(bt: BpeTables) -> bool:
     an automaton and no state hands an ASCII character to the matcher (``DEFER``), an
     ASCII text never reaches it.  Asked of the tables themselves, not assumed.
     """
-    if bt.pre_table.size <= 1:
-        return False
+    if bt.pre_table.size <= 1:  # the matcher reads class bits, unless deepseek's ASCII
+        # pre-tokenizer takes every all-ASCII range (``rules.encode_range``)
+        return bt.ascii_pre >> 2 == _ascii_pretok.DEEPSEEK
     rows = bt.pre_table.reshape(-1, pretok_dfa.COLS)
     ascii_cols = np.unique(bt.pre_classes[:128])
     return not bool((rows[:, ascii_cols] & pretok_dfa.DEFER).any())
@@ -1383,7 +1384,6 @@ class CpuEngine:
         # The tables read at random on every piece go to huge pages (fewer TLB misses).
         self.bpe = bt._replace(smap=self.short_map, merges=_huge_copy(bt.merges),
                                vkeys=_huge_copy(bt.vkeys), vids=_huge_copy(bt.vids))  # fmt: skip
-        self._ascii_direct = ascii_reads_bytes(self.bpe)
         self._ascii_literals = ascii_literal_mode(t.literals.first)
         self.compile_seconds: float | None = None
         self._encode_kernel = _jit.BoundKernel(_encode_text)  # no per-call argument typing
@@ -1403,6 +1403,17 @@ class CpuEngine:
         self._span_separator = span_separator(tok) if self.tables.nfc else None
         self._reference_memo: dict = {}  # reference_spans' memo of span texts
         self.literal_probes = check_literals(tok, lambda text: self.encode(text)[0])
+
+    @property
+    def bpe(self) -> BpeTables:
+        return self._bpe
+
+    @bpe.setter
+    def bpe(self, bt: BpeTables) -> None:
+        """New tables; whether an all-ASCII text is read as its bytes follows them, so the
+        two never disagree (deepseek's byte path needs its ASCII pre-tokenizer on)."""
+        self._bpe = bt
+        self._ascii_direct = ascii_reads_bytes(bt)
 
     def _workspace(self, nb: int) -> Workspace:
         return thread_workspace(self._local, nb, self.workspace_bytes)

@@ -152,6 +152,7 @@ class SpTables(NamedTuple):
 
 
 ASCII_PRETOK_MIN = 16  # characters: below this an ASCII range keeps the automaton (few steps)
+ASCII_DEEPSEEK = 3  # ``ascii_pretok.DEEPSEEK``: its variant, which takes ASCII ranges of any length
 PREFETCH_AHEAD = 8  # pieces: how far ahead the piece loop asks for its table rows (rules.encode_range)
 RING_SLOTS = 16  # keys kept for the pieces in between (a power of two > PREFETCH_AHEAD)
 RING_WORDS = 4 * RING_SLOTS  # an encode_range ring: (lw, w0, w1, hash) per slot
@@ -1280,8 +1281,12 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None, jit_inline=None,
             if k < nlit and ls[k] < c1:
                 seg_end = ls[k]
             if seg_end > pos:
-                if (byte_offsets and bt.ascii_pre > 0 and seg_end - pos >= ASCII_PRETOK_MIN
-                        and ascii_scratch(seg_end - pos) <= heap.size):  # fmt: skip
+                # With no automaton (deepseek) an all-ASCII text read as bytes has no class
+                # bits for the matcher: its ASCII pre-tokenizer takes every range, short too.
+                if byte_offsets and bt.ascii_pre > 0 and (
+                        bt.ascii_pre >> 2 == ASCII_DEEPSEEK
+                        or (seg_end - pos >= ASCII_PRETOK_MIN
+                            and ascii_scratch(seg_end - pos) <= heap.size)):  # fmt: skip
                     np_ = ascii_pretok(u8, pos, seg_end, fold, bt.ascii_pre, heap, ends, 0)
                 else:
                     np_ = pretokenize_range(cps, fl, fold, pos, seg_end, family, bt, ends, 0)
