@@ -661,32 +661,43 @@ def test_non_ascii_scans_equal_a_byte_by_byte_search(ascii_bytes, high_bytes, sk
     assert cpu._all_ascii(u8) == (high.size == 0)
 
 
-@pytest.mark.parametrize("name", ["llama3", "tekken"])
+@pytest.mark.parametrize("name", ["llama3", "tekken", "deepseek-v4"])
 def test_ascii_literal_words_walk_as_the_byte_scan(name):
     """``cpu._ascii_literal_scan`` (literals' first bytes found 8 at a time) takes the
     same literals as ``literal_scan`` on ASCII texts dense in first bytes, partial and
-    whole literals, at every alignment of the text's start."""
+    whole literals, at every alignment of the text's start, over the whole text and over
+    any range of it; and ``cpu.ascii_literals`` finds what ``_find_literals`` finds, its two
+    passes for a tokenizer with normalized literals (deepseek-v4) included."""
     from toktier.engine import cpu
 
     tok = toktier.load(name)
     eng = engine_for(tok)
     lit = eng.tables.literals
-    mode, b1, b2 = cpu.ascii_literal_mode(lit.first)
+    mode, b1, b2 = eng._ascii_literals
     assert mode == cpu.ASCII_LITERAL_WORDS and {chr(b1), chr(b2)} <= {"<", "["}
+    assert eng._trie_args[-1] == (name == "deepseek-v4")  # normalized literals: two passes
     contents = [t.content for t in tok.added_tokens[:40] if t.content.isascii()]
+    contents += [t.content for t in tok.added_tokens if not t.special and t.content.isascii()]
     pieces = contents + [c[: len(c) // 2] for c in contents] + ["<", "[", "<<", "[[", "|", "x", " "]
 
     @given(st.lists(st.sampled_from(pieces) | st.text(st.characters(max_codepoint=127),
                                                         max_size=9), max_size=30).map("".join),
-           st.integers(0, 7))  # fmt: skip
-    def prop(text, skip):
+           st.integers(0, 7), st.data())  # fmt: skip
+    def prop(text, skip, data):
         u8 = np.frombuffer(bytes(skip) + text.encode(), np.uint8)[skip:]
         n = u8.size
         got = [np.zeros(n + 1, np.int64) for _ in range(3)]
         want = [np.zeros(n + 1, np.int64) for _ in range(3)]
-        k = cpu._ascii_literal_scan(u8, b1, b2, lit.first, lit.keys, lit.child, lit.term, *got)
-        m = cpu._find_literals(u8, n, lit.first, lit.keys, lit.child, lit.term,
-                               *eng._trie_args[4:], *want)  # fmt: skip
+        k = cpu.ascii_literals(u8, *eng._trie_args, *eng._ascii_literals, *got)
+        m = cpu._find_literals(u8, n, *eng._trie_args, *want)
+        assert k == m
+        for g, w in zip(got, want, strict=True):
+            assert np.array_equal(g[:k], w[:m])
+        lo = data.draw(st.integers(0, n))
+        hi = data.draw(st.integers(lo, n))
+        k = cpu._ascii_literal_scan(u8, lo, hi, b1, b2, lit.first, lit.keys, lit.child, lit.term,
+                                    *got, 0)  # fmt: skip
+        m = cpu.literal_scan(u8, lo, hi, lit.first, lit.keys, lit.child, lit.term, *want, 0)
         assert k == m
         for g, w in zip(got, want, strict=True):
             assert np.array_equal(g[:k], w[:m])

@@ -122,7 +122,7 @@ def _ascii_pretokenize(eng, u8, fl, ends, scratch) -> int:
     """The pre-tokenizer ``rules.encode_range`` runs over an all-ASCII text read as bytes:
     the bit-parallel one where ``BpeTables.ascii_pre`` says so, else the automaton."""
     t, bt, n = eng.tables, eng.bpe, u8.size
-    if bt.ascii_pre > 0 and n >= rules.ASCII_PRETOK_MIN:
+    if bt.ascii_pre > 0 and (n >= rules.ASCII_PRETOK_MIN or bt.ascii_pre >> 2 == rules.ASCII_DEEPSEEK):
         return ascii_pretok.pretokenize_ascii(u8, 0, n, t.fold, bt.ascii_pre, scratch, ends, 0)
     return _pretokenize_all(u8, fl, t.fold, t.family_code, n, ends, bt)
 

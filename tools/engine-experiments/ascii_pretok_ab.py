@@ -1,5 +1,6 @@
 """In-process A/B of the bit-parallel ASCII pre-tokenizer: one engine, its ``BpeTables.ascii_pre``
-on (A) and off (B, the automaton), alternated per slice on the same texts.
+on (A) and off (B, the automaton; for deepseek-v4 its three-stage matcher over the decoded
+text), alternated per slice on the same texts.
 
 Per slice of ``bench-engine-targets``' corpus (CHARS characters): one-thread ``encode_ids``
 fresh (the slice's first time for that arm: each arm has its own engine, so its piece caches
