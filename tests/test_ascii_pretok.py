@@ -261,3 +261,109 @@ def test_the_engine_gives_the_reference_ids_either_way(name):
         eng.bpe = on
     want = tok.hf.encode(text, add_special_tokens=False).ids
     assert got_on == got_off == want
+
+
+# deepseek over decoded text: class representatives of every kind its stages tell apart --
+# ASCII and other letters, marks, digits of three scripts, CJK (letters, a mark, punctuation,
+# a symbol, unassigned code points inside the ranges), every kind of blank, CR/LF, NEL, ASCII
+# and other punctuation and symbols, controls, format and private-use characters, astral ones.
+UNICODE_ALPHABET = [
+    *"abzQX", "Ab", "0", "7", "1234", "١٢", "²", " ", "  ", "\t", "\n", "\r", "\r\n", "\x0b",
+    "\x85", "\xa0", "\u3000", "\u2028", "\x00", "\x7f", "\u200d", "\ue000", "'", "(", ".", "$",
+    "<", "|", "«", "€", "…", "・", "゠", "゛", "゙", "ー", "カ", "あ", "中", "文", "é", "e\u0301",
+    "\u0301", "ж", "ß", "Ω", "ا", "한", "😀", "𝔘", "\u3040", "\u3097",
+]  # fmt: skip
+REPRESENTATIVES_DEEPSEEK_CPS = "aé\u03011 \t\n.«・カ中\x00\xa0X"  # 15
+
+
+@numba.njit(cache=False)
+def _cps_both(cps, fl, lo, hi, fold, family):
+    """(bit-parallel ends over decoded text, matcher ends) of ``cps[lo:hi]``."""
+    scratch = np.full(ascii_pretok.scratch_words_cps(hi - lo), -1, dtype=np.int64)
+    a = np.full(hi - lo + 1, -7, dtype=np.int64)
+    ma = ascii_pretok.pretokenize_deepseek_cps(cps, fl, lo, hi, scratch, a, 0)
+    b = np.empty(hi - lo + 1, dtype=np.int64)
+    mb = pretokenize_segment(cps, fl, fold, lo, hi, family, b, 0)
+    return a[:ma].copy(), b[:mb].copy()
+
+
+def _cps_split(text, lo=0, hi=None):
+    t = _engine("deepseek-v4").tables
+    cps = np.array([ord(c) for c in text], dtype=np.uint32)
+    fl = t.bits[cps].astype(np.uint16)
+    got, want = _cps_both(cps, fl, lo, len(text) if hi is None else hi, t.fold, t.family_code)
+    return got.tolist(), want.tolist()
+
+
+@given(parts=st.lists(st.sampled_from(UNICODE_ALPHABET), min_size=1, max_size=120),
+       data=st.data())  # fmt: skip
+@example(parts=["(", "゠", "(", "Ab"], data=None)  # a CJK change before an ASCII lead
+@example(parts=[".", "a", "é", "b"], data=None)  # [AP][A-Za-z]+ stops at a letter not ASCII
+def test_deepseek_decoded_text_splits_as_the_matcher_and_the_reference(parts, data):
+    text = "".join(parts)
+    got, want = _cps_split(text)
+    assert got == want
+    assert got == [e for _, (_, e) in load("deepseek-v4").hf.pre_tokenizer.pre_tokenize_str(text)]
+    if data is not None:  # a segment inside the text (as literals cut it)
+        lo = data.draw(st.integers(0, len(text)))
+        hi = data.draw(st.integers(lo, len(text)))
+        got, want = _cps_split(text, lo, hi)
+        assert got == [e for e in want]
+
+
+@numba.njit(cache=False)
+def _first_cps_mismatch(reps, length, at, bits, fold, family):
+    """Every string of ``length`` characters over ``reps`` at position ``at`` of 128 letters:
+    the first whose ends differ from the matcher's, else []."""
+    k = reps.size
+    idx = np.zeros(length, dtype=np.int64)
+    cps = np.full(128, 120, dtype=np.uint32)
+    fl = np.empty(128, dtype=np.uint16)
+    while True:
+        for j in range(length):
+            cps[at + j] = reps[idx[j]]
+        for i in range(128):
+            fl[i] = bits[cps[i]]
+        a, b = _cps_both(cps, fl, at, at + length, fold, family)
+        same = a.size == b.size
+        for j in range(min(a.size, b.size)):
+            same = same and a[j] == b[j]
+        if not same:
+            return idx.copy()
+        j = length - 1
+        while j >= 0 and idx[j] == k - 1:
+            idx[j] = 0
+            j -= 1
+        if j < 0:
+            return np.zeros(0, dtype=np.int64)
+        idx[j] += 1
+
+
+def test_deepseek_every_short_decoded_string_splits_as_the_matcher():
+    """Exhaustive up to 5 characters over 15 representatives of every class (letters ASCII
+    and not, a mark, a digit, blanks, LF, punctuation ASCII and not, CJK punctuation, a kana,
+    a han, a control, NBSP, X), across a word boundary of the masks."""
+    t = _engine("deepseek-v4").tables
+    reps = np.array([ord(c) for c in REPRESENTATIVES_DEEPSEEK_CPS], dtype=np.uint32)
+    for length in range(1, 6):
+        bad = _first_cps_mismatch(reps, length, 61, t.bits, t.fold, t.family_code)
+        assert bad.size == 0, repr("".join(REPRESENTATIVES_DEEPSEEK_CPS[d] for d in bad))
+
+
+def test_deepseek_engine_gives_the_reference_ids_on_any_text_either_way():
+    """Whole encodes of text that is not all ASCII (code, prose in other scripts, CJK, literals,
+    long runs across words): the same IDs with the bit-parallel pre-tokenizer over decoded text
+    and with the matcher, and the reference's."""
+    eng = _engine("deepseek-v4")
+    tok = load("deepseek-v4")
+    lit = next(x.content for x in tok.added_tokens if x.special)
+    text = ("def f(x):  # 12345 ⇒ «ok»\n\tréponse = 'カタカナ・テスト'中文字符 ok\r\n" * 30
+            + lit + "ж" * 70 + " " * 70 + "١٢٣٤" + "\u3000" * 3) * 3  # fmt: skip
+    on = eng.bpe
+    try:
+        got_on = eng.encode(text)[0].tolist()
+        eng.bpe = on._replace(ascii_pre=0)
+        got_off = eng.encode(text)[0].tolist()
+    finally:
+        eng.bpe = on
+    assert got_on == got_off == tok.hf.encode(text, add_special_tokens=False).ids

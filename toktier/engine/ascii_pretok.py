@@ -419,35 +419,51 @@ def _next_bit0(m, row, nw, w):
 
 
 @numba.njit(cache=True, nogil=True)
-def start_words_deepseek(m, nw):
-    r"""``start_words`` for deepseek-v4's three stages on ASCII (rules derived in
-    ``docs/engine.md``, "deepseek-v4 on ASCII").  Stage 1 isolates ``\p{N}{1,3}`` (a
-    digit run's start and every third digit start pieces), so every stretch between digits
-    is an input of its own to stage 3 (stage 2's CJK runs never occur in ASCII), whose
-    pattern is ``[P][A-Za-z]+ | [^\r\n\p{L}\p{P}\p{S}]?\p{L}+ | ' '?[P]+[\r\n]* |
-    \s*[\r\n]+ | \s+(?!\S) | \s+``, P the 32 ASCII punctuation and symbols; a control
-    (row MA here) not before a letter matches nothing and joins the controls before it.
-    Against the cl100k lineage's rules: a punctuation character that starts a piece leads
-    the letters after it; a blank or a control before a letter leads it (never a CR/LF);
-    whitespace before a digit ends its stretch, so the whole run is one piece there (the
-    ``(?!\S)`` meets the input's end); no contractions."""
-    so = ROWS * nw
+def start_words_deepseek(m, nw, kr, so):
+    r"""``start_words`` for deepseek-v4's three stages (rules derived in ``docs/engine.md``,
+    "deepseek-v4 on ASCII" and "... on any text"), the starts written from row ``so``.
+    Stage 1 isolates ``\p{N}{1,3}`` (a digit run's start and every third digit start
+    pieces) and stage 2 the CJK runs (row ``kr``; ``kr`` < 0: an all-ASCII range, none), so
+    every stretch between them is stage 3's input on its own, whose pattern is
+    ``[AP][A-Za-z]+ | [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+ | ' '?[\p{P}\p{S}]+[\r\n]* |
+    \s*[\r\n]+ | \s+(?!\S) | \s+``, AP the 32 ASCII punctuation and symbols; a character of
+    none of these classes (row MA: "other", controls, format characters) not before a letter
+    matches nothing and joins the others before it.  Against the cl100k lineage's rules: an
+    ASCII punctuation character that starts a piece leads the ASCII letters after it (row
+    MU: the ASCII letters; a letter that is not ASCII after them starts a piece); a blank or
+    an "other" before a letter leads it (never a CR/LF); a blank run before the stretch's
+    end (a digit, a CJK change) is one piece (the ``(?!\S)`` meets the input's end); no
+    contractions.  A stretch's first character always starts a piece (or-ed in last), so
+    the rules that look back never reach across; those that look ahead are masked."""
     z = _u(0)
     one = _u(1)
     s1, s2, s62, s63 = _u(1), _u(2), _u(62), _u(63)
-    pL = pN = pW = pR = pP = pS = pC = pAbs = pG = pPs = z  # the previous word's masks
-    cA = cT = z  # carries of the two additions
+    pL = pN = pW = pR = pP = pS = pC = pAbs = pG = pPs = pK = pPk = pA1 = z  # previous word's
+    cA = cT = cL = z  # carries of the three additions
     for w in range(nw):
-        L = _u(m[ML * nw + w])
+        L = _u(m[ML * nw + w])  # letters and marks
         N = _u(m[MN * nw + w])
         W = _u(m[MW * nw + w])
         R = _u(m[MR * nw + w])
         S = _u(m[MS * nw + w])
         C = _u(m[MA * nw + w])
         V = _u(m[MV * nw + w])
-        P = V & ~(L | N | W | C)
+        P = V & ~(L | N | W | C)  # \p{P} | \p{S}
+        if kr >= 0:
+            K = _u(m[kr * nw + w])
+            AL = _u(m[MU * nw + w])
+            AP = _u(m[MSL * nw + w])
+            kn = _next_bit0(m, kr, nw, w)
+        else:
+            K = kn = z
+            AL = L
+            AP = P
         Q = W & ~R
-        X = V & ~(W | N)  # ends a blank run inside a stretch: (?!\S) fails before it
+        K1 = (K << s1) | (pK >> s63)
+        k_next = (K >> s1) | (kn << s63)
+        # ends a blank run inside its stretch ((?!\S) fails before it): a non-space, no
+        # digit, in the same stretch (blanks are never CJK, so no CJK character either)
+        X = V & ~(W | N | K)
         L1 = (L << s1) | (pL >> s63)
         N1 = (N << s1) | (pN >> s63)
         N2 = (N << s2) | (pN >> s62)
@@ -457,23 +473,31 @@ def start_words_deepseek(m, nw):
         S1 = (S << s1) | (pS >> s63)
         C1 = (C << s1) | (pC >> s63)
         Q1 = W1 & ~R1
-        l_next = (L >> s1) | (_next_bit0(m, ML, nw, w) << s63)
+        l_next = ((L >> s1) | (_next_bit0(m, ML, nw, w) << s63)) & ~(K ^ k_next)
         x_next = (X >> s1) | (((_next_bit0(m, MV, nw, w) & ~_next_bit0(m, MW, nw, w)
-                                & ~_next_bit0(m, MN, nw, w)) & one) << s63)  # fmt: skip
+                                & ~_next_bit0(m, MN, nw, w) & ~kn) & one) << s63)  # fmt: skip
         g, pG = _digit_starts(N, N1, N2, pG, 3)
-        pstart = P & ~P1 & ~S1  # a punctuation run's first, unless a space before leads it
-        ps1 = (pstart << s1) | (pPs >> s63)
-        out = g | pstart
-        out |= L & ~L1 & ~Q1 & ~C1 & ~ps1  # a letter run no lead joins
-        out |= C & (~C1 | l_next)  # a control run's first, and a control leading letters
-        # CR/LF right after punctuation end its piece (``[\r\n]*``): the runs seeded there
-        seeds = R & P1
+        first = V & ((K ^ K1) | (N1 & ~N))  # a stretch's first character (after its digits)
+        # a punctuation run's first, unless a space before leads it; a stretch's first
+        pstart = P & ((~P1 & ~S1) | first)
+        lead = pstart & AP  # ... leading the ASCII letters after it ([AP][A-Za-z]+)
+        lead1 = (lead << s1) | (pPs >> s63)
+        summed, cL = _add_carry(AL, AL & lead1, cL)  # those letters: the run seeded there
+        a1 = AL & ~summed
+        a1_1 = (a1 << s1) | (pA1 >> s63)
+        joined = (L1 & ~(L & ~AL & a1_1)) | Q1 | C1 | (AL & lead1)
+        out = g | pstart | (L & ~joined)  # a letter run no lead joins
+        out |= C & (~C1 | l_next)  # an "other" run's first, and one leading letters
+        # CR/LF right after punctuation of their stretch end its piece (``[\r\n]*``)
+        pk1 = ((P & ~K) << s1) | (pPk >> s63)
+        seeds = R & pk1
         summed, cA = _add_carry(R, seeds, cA)
         absorbed = R & ~summed
         abs1 = (absorbed << s1) | (pAbs >> s63)
         out |= W & ~W1 & ~absorbed
         out |= Q & abs1
         out |= Q & x_next  # the last blank before a non-space of the stretch
+        out |= first
         # blanks after a CR/LF start a piece unless they end at another CR/LF (as cl100k's)
         cand = Q & R1 & ~abs1
         summed, cT = _add_carry(Q, cand, cT)
@@ -482,7 +506,93 @@ def start_words_deepseek(m, nw):
         while bad != z:
             _drop_candidate(m, so, (w << 6) + cttz(bad))
             bad &= bad - one
-        pL, pN, pW, pR, pP, pS, pC, pAbs, pPs = L, N, W, R, P, S, C, absorbed, pstart
+        pL, pN, pW, pR, pP, pS, pC, pAbs, pPs = L, N, W, R, P, S, C, absorbed, lead
+        pK, pPk, pA1 = K, P & ~K, a1
+
+
+@numba.njit(cache=True, nogil=True)
+def class_masks_cps(cps, fl, lo, hi, m, nw):
+    r"""deepseek's class masks of the decoded characters ``[lo, hi)`` (``cps``, their class
+    bits ``fl``): rows ML letters and marks, MN digits, MW ``\s``, MR CR/LF, MS space, MA
+    "other", MV inside the range, MU ASCII letters, MSL ASCII punctuation and symbols, and
+    row ROWS the CJK ranges of stage 2.  Bits gathered a word at a time, no branch on the
+    class."""
+    lm_b = rules.B_L | rules.B_M
+    ps_b = rules.B_P | rules.B_S
+    for w in range(nw):
+        base = lo + (w << 6)
+        top = min(base + 64, hi)
+        a_l = a_n = a_w = a_r = a_s = a_x = a_al = a_ap = a_k = _u(0)
+        for i in range(base, top):
+            c = np.uint32(cps[i])
+            f = fl[i]
+            sh = _u(i - base)
+            lm = _u((f & lm_b) != 0)
+            dn = _u((f & rules.B_N) != 0)
+            ws = _u((f & rules.B_WS) != 0)
+            ps = _u((f & ps_b) != 0)
+            asc = _u(c < 128)
+            a_l |= lm << sh
+            a_n |= dn << sh
+            a_w |= ws << sh
+            a_r |= _u((c == 10) | (c == 13)) << sh
+            a_s |= _u(c == 32) << sh
+            a_x |= (_u(1) ^ (lm | dn | ws | ps)) << sh
+            a_al |= (lm & asc) << sh
+            a_ap |= (ps & asc) << sh
+            kana = np.uint32(c - np.uint32(0x3040)) <= np.uint32(0x30FF - 0x3040)
+            han = np.uint32(c - np.uint32(0x4E00)) <= np.uint32(0x9FA5 - 0x4E00)
+            a_k |= _u(kana | han) << sh  # rules.is_deepseek_cjk
+        m[ML * nw + w] = _i(a_l)
+        m[MN * nw + w] = _i(a_n)
+        m[MW * nw + w] = _i(a_w)
+        m[MR * nw + w] = _i(a_r)
+        m[MS * nw + w] = _i(a_s)
+        m[MA * nw + w] = _i(a_x)
+        m[MV * nw + w] = _i((_u(1) << _u(top - base)) - _u(1)) if top - base < 64 else -1
+        m[MU * nw + w] = _i(a_al)
+        m[MSL * nw + w] = _i(a_ap)
+        m[ROWS * nw + w] = _i(a_k)
+
+
+@numba.njit(cache=True, nogil=True)
+def scratch_words_cps(nchars):
+    """Scratch int64 words ``pretokenize_deepseek_cps`` needs for ``nchars`` characters."""
+    return (ROWS + 2) * ((nchars + 63) >> 6)
+
+
+@numba.njit(cache=True, nogil=True)
+def pretokenize_deepseek_cps(cps, fl, lo, hi, scratch, ends, n):
+    """deepseek-v4's pre-tokenizer over decoded text, bit-parallel: the piece ends of
+    ``[lo, hi)`` appended to ``ends[n:]`` (the family matcher's, ``rules.deepseek_segment``);
+    returns the new count.  ``scratch``: int64, at least ``scratch_words_cps(hi - lo)``."""
+    if hi <= lo:
+        return n
+    nw = (hi - lo + 63) >> 6
+    class_masks_cps(cps, fl, lo, hi, scratch, nw)
+    so = (ROWS + 1) * nw
+    for w in range(nw):
+        scratch[so + w] = 0
+    start_words_deepseek(scratch, nw, ROWS, so)
+    return _emit_ends(scratch, so, nw, lo, hi, ends, n)
+
+
+@numba.njit(cache=True, nogil=True)
+def _emit_ends(m, so, nw, lo, hi, ends, n):
+    """The pieces' ends from the start words at ``m[so:]`` (``lo`` starts the first piece)."""
+    one = _u(1)
+    base = lo
+    x = _u(m[so]) & ~one
+    for w in range(nw):
+        if w:
+            x = _u(m[so + w])
+        while x != _u(0):
+            ends[n] = base + cttz(x)
+            n += 1
+            x &= x - one
+        base += 64
+    ends[n] = hi
+    return n + 1
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -589,19 +699,7 @@ def pretokenize_ascii(u8, lo, hi, fold, mode, scratch, ends, n):
     if variant == CL100K:
         start_words(u8, lo, hi, scratch, nw, fold, digits)
     elif variant == DEEPSEEK:
-        start_words_deepseek(scratch, nw)
+        start_words_deepseek(scratch, nw, -1, so)
     else:
         start_words_o200k(u8, lo, hi, scratch, nw, fold, digits, variant == O200K)
-    one = _u(1)
-    base = lo
-    x = _u(scratch[so]) & ~one  # lo itself starts the first piece
-    for w in range(nw):
-        if w:
-            x = _u(scratch[so + w])
-        while x != _u(0):
-            ends[n] = base + cttz(x)
-            n += 1
-            x &= x - one
-        base += 64
-    ends[n] = hi
-    return n + 1
+    return _emit_ends(scratch, so, nw, lo, hi, ends, n)

@@ -58,7 +58,9 @@ RULES = _rules.make(_jit.unliteral(numba.njit(cache=True, nogil=True, _nrt=False
                     _jit.prefetch_row, _jit.Atomics, _jit.load_word,
                     _jit.unliteral(numba.njit(cache=True, nogil=True, _nrt=False,
                                               inline="always")),
-                    _ascii_pretok.pretokenize_ascii, _ascii_pretok.scratch_words)  # fmt: skip
+                    _ascii_pretok.pretokenize_ascii, _ascii_pretok.scratch_words,
+                    _ascii_pretok.pretokenize_deepseek_cps,
+                    _ascii_pretok.scratch_words_cps)  # fmt: skip
 # numba resolves callees as module globals, not attributes:
 CACHE_SLOTS = _rules.CACHE_SLOTS
 CACHE_COLS = _rules.CACHE_COLS
@@ -225,7 +227,8 @@ def ascii_literals(u8, f1, k1, c1, t1, f2, k2, c2, t2, has2, lit_mode, lit_b1, l
 def _split(u8, bits, fold, family, bt):
     """Piece ends of the pre-tokenizer alone over the whole text (no added-token extraction):
     the one the piece loop runs (``pretokenize_range``: the automaton where ``bt`` has one;
-    an all-ASCII text's bit-parallel one where ``bt.ascii_pre`` says so, as ``encode_range``)."""
+    an all-ASCII text's bit-parallel one where ``bt.ascii_pre`` says so, and deepseek's over
+    decoded text, as ``encode_range``)."""
     nb = u8.size
     if bt.ascii_pre > 0 and nb >= _rules.ASCII_PRETOK_MIN and _all_ascii(u8):
         ends = np.empty(nb + 1, dtype=np.int64)
@@ -237,7 +240,11 @@ def _split(u8, bits, fold, family, bt):
     fl = np.empty(nb, dtype=np.uint16)
     n = _prepare(u8, bits, cps, char_start, fl)
     ends = np.empty(n + 1, dtype=np.int64)
-    m = pretokenize_range(cps, fl, fold, 0, n, family, bt, ends, 0)
+    if bt.ascii_pre >> 2 == _rules.ASCII_DEEPSEEK and n >= _rules.ASCII_PRETOK_MIN:
+        scratch = np.empty(_ascii_pretok.scratch_words_cps(n), dtype=np.int64)
+        m = _ascii_pretok.pretokenize_deepseek_cps(cps, fl, 0, n, scratch, ends, 0)
+    else:
+        m = pretokenize_range(cps, fl, fold, 0, n, family, bt, ends, 0)
     return ends[:m].copy()
 
 

@@ -163,7 +163,7 @@ if RING_SLOTS & (RING_SLOTS - 1) or RING_SLOTS <= PREFETCH_AHEAD:
 
 
 def make(jit, prefetch_row=None, atomics=None, load_word=None, jit_inline=None,
-         ascii_pretok=None, ascii_scratch=None):
+         ascii_pretok=None, ascii_scratch=None, cps_pretok=None, cps_scratch=None):
     """Compile the rules with ``jit``; returns a namespace object of compiled functions.
 
     ``jit_inline`` (default ``jit``) compiles ``merges_only`` and ``merge_small``, which a
@@ -182,6 +182,9 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None, jit_inline=None,
     ``ascii_pretok`` / ``ascii_scratch``: the bit-parallel pre-tokenizer of an all-ASCII
     range and its scratch size (``ascii_pretok.pretokenize_ascii``, ``scratch_words``; the
     CPU's, used where ``BpeTables.ascii_pre`` says so); without them, the automaton.
+    ``cps_pretok`` / ``cps_scratch``: deepseek's bit-parallel pre-tokenizer over decoded
+    text and its scratch size (``ascii_pretok.pretokenize_deepseek_cps``, the CPU's, used
+    where ``BpeTables.ascii_pre`` is deepseek's); without them, the family matcher.
     """
     if jit_inline is None:
         jit_inline = jit
@@ -193,6 +196,16 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None, jit_inline=None,
 
         @jit
         def ascii_scratch(nchars):
+            return 1 << 62
+
+    if cps_pretok is None:
+
+        @jit
+        def cps_pretok(cps, fl, lo, hi, scratch, ends, n):
+            return n
+
+        @jit
+        def cps_scratch(nchars):
             return 1 << 62
     if prefetch_row is None:
 
@@ -1288,6 +1301,10 @@ def make(jit, prefetch_row=None, atomics=None, load_word=None, jit_inline=None,
                         or (seg_end - pos >= ASCII_PRETOK_MIN
                             and ascii_scratch(seg_end - pos) <= heap.size)):  # fmt: skip
                     np_ = ascii_pretok(u8, pos, seg_end, fold, bt.ascii_pre, heap, ends, 0)
+                elif (not byte_offsets and bt.ascii_pre >> 2 == ASCII_DEEPSEEK
+                      and seg_end - pos >= ASCII_PRETOK_MIN
+                      and cps_scratch(seg_end - pos) <= heap.size):  # fmt: skip
+                    np_ = cps_pretok(cps, fl, pos, seg_end, heap, ends, 0)
                 else:
                     np_ = pretokenize_range(cps, fl, fold, pos, seg_end, family, bt, ends, 0)
                 ps = pos
