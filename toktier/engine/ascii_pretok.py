@@ -510,55 +510,75 @@ def start_words_deepseek(m, nw, kr, so):
         pK, pPk, pA1 = K, P & ~K, a1
 
 
+# deepseek's classes of a decoded character, one byte each (``_class_codes``), so that each
+# mask is a range of codes (``range_mask32``): letters and marks 0-1, ASCII letters 0, digits 2,
+# \s 3-5, CR/LF 3, space 4, ASCII punctuation and symbols 6, other punctuation and symbols 7,
+# "other" 8; 255 past the range.
+C_AL, C_UL, C_N, C_R, C_SP, C_Q, C_AP, C_UP, C_X, C_PAD = 0, 1, 2, 3, 4, 5, 6, 7, 8, 255
+
+
+@numba.njit(cache=True, nogil=True)
+def _class_codes(cps, fl, lo, hi, codes, kk):
+    """``codes[i - lo]``: the class code of character i (digits first, then letters and marks,
+    punctuation and symbols, whitespace: the order the stages test them in); ``kk[i - lo]``: 1
+    in stage 2's CJK ranges (``rules.is_deepseek_cjk``).  No branch: the loop vectorizes."""
+    lm_b = rules.B_L | rules.B_M
+    ps_b = rules.B_P | rules.B_S
+    for i in range(lo, hi):
+        c = np.int64(cps[i])
+        f = np.int64(fl[i])
+        dn = np.int64((f & rules.B_N) != 0)
+        lm = np.int64((f & lm_b) != 0) & (1 - dn)
+        ps = np.int64((f & ps_b) != 0) & (1 - dn) & (1 - lm)
+        ws = np.int64((f & rules.B_WS) != 0) & (1 - dn) & (1 - lm) & (1 - ps)
+        asc = np.int64(c < 128)
+        r = np.int64((c == 10) | (c == 13))
+        sp = np.int64(c == 32)
+        codes[i - lo] = np.uint8(lm * (1 - asc) + 2 * dn + ws * (5 - 2 * r - sp)
+                                 + ps * (7 - asc) + 8 * (1 - lm - dn - ws - ps))  # fmt: skip
+        kk[i - lo] = np.uint8(((c >= 0x3040) & (c <= 0x30FF)) | ((c >= 0x4E00) & (c <= 0x9FA5)))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _code_mask(codes, at, lo, hi):
+    """Bit j: ``lo <= codes[at + j] <= hi``, for the 64 codes from ``at``."""
+    return _u(range_mask32(codes, at, lo, hi)) | (_u(range_mask32(codes, at + 32, lo, hi)) << _u(32))
+
+
 @numba.njit(cache=True, nogil=True)
 def class_masks_cps(cps, fl, lo, hi, m, nw):
     r"""deepseek's class masks of the decoded characters ``[lo, hi)`` (``cps``, their class
     bits ``fl``): rows ML letters and marks, MN digits, MW ``\s``, MR CR/LF, MS space, MA
     "other", MV inside the range, MU ASCII letters, MSL ASCII punctuation and symbols, and
-    row ROWS the CJK ranges of stage 2.  Bits gathered a word at a time, no branch on the
-    class."""
-    lm_b = rules.B_L | rules.B_M
-    ps_b = rules.B_P | rules.B_S
+    row ROWS the CJK ranges of stage 2.  Each character's class as one byte first, then each
+    mask 32 bytes a compare (``scratch_words_cps`` leaves room for the bytes)."""
+    nb = nw << 6
+    at = (ROWS + 2) * nw
+    codes = m[at : at + (nw << 3)].view(np.uint8)
+    kk = m[at + (nw << 3) : at + (nw << 4)].view(np.uint8)
+    _class_codes(cps, fl, lo, hi, codes, kk)
+    for j in range(hi - lo, nb):
+        codes[j] = C_PAD
+        kk[j] = 0
     for w in range(nw):
-        base = lo + (w << 6)
-        top = min(base + 64, hi)
-        a_l = a_n = a_w = a_r = a_s = a_x = a_al = a_ap = a_k = _u(0)
-        for i in range(base, top):
-            c = np.uint32(cps[i])
-            f = fl[i]
-            sh = _u(i - base)
-            lm = _u((f & lm_b) != 0)
-            dn = _u((f & rules.B_N) != 0)
-            ws = _u((f & rules.B_WS) != 0)
-            ps = _u((f & ps_b) != 0)
-            asc = _u(c < 128)
-            a_l |= lm << sh
-            a_n |= dn << sh
-            a_w |= ws << sh
-            a_r |= _u((c == 10) | (c == 13)) << sh
-            a_s |= _u(c == 32) << sh
-            a_x |= (_u(1) ^ (lm | dn | ws | ps)) << sh
-            a_al |= (lm & asc) << sh
-            a_ap |= (ps & asc) << sh
-            kana = np.uint32(c - np.uint32(0x3040)) <= np.uint32(0x30FF - 0x3040)
-            han = np.uint32(c - np.uint32(0x4E00)) <= np.uint32(0x9FA5 - 0x4E00)
-            a_k |= _u(kana | han) << sh  # rules.is_deepseek_cjk
-        m[ML * nw + w] = _i(a_l)
-        m[MN * nw + w] = _i(a_n)
-        m[MW * nw + w] = _i(a_w)
-        m[MR * nw + w] = _i(a_r)
-        m[MS * nw + w] = _i(a_s)
-        m[MA * nw + w] = _i(a_x)
-        m[MV * nw + w] = _i((_u(1) << _u(top - base)) - _u(1)) if top - base < 64 else -1
-        m[MU * nw + w] = _i(a_al)
-        m[MSL * nw + w] = _i(a_ap)
-        m[ROWS * nw + w] = _i(a_k)
+        q = w << 6
+        m[ML * nw + w] = _i(_code_mask(codes, q, C_AL, C_UL))
+        m[MN * nw + w] = _i(_code_mask(codes, q, C_N, C_N))
+        m[MW * nw + w] = _i(_code_mask(codes, q, C_R, C_Q))
+        m[MR * nw + w] = _i(_code_mask(codes, q, C_R, C_R))
+        m[MS * nw + w] = _i(_code_mask(codes, q, C_SP, C_SP))
+        m[MA * nw + w] = _i(_code_mask(codes, q, C_X, C_X))
+        m[MV * nw + w] = _i(_code_mask(codes, q, 0, C_X))
+        m[MU * nw + w] = _i(_code_mask(codes, q, C_AL, C_AL))
+        m[MSL * nw + w] = _i(_code_mask(codes, q, C_AP, C_AP))
+        m[ROWS * nw + w] = _i(_code_mask(kk, q, 1, 1))
 
 
 @numba.njit(cache=True, nogil=True)
 def scratch_words_cps(nchars):
-    """Scratch int64 words ``pretokenize_deepseek_cps`` needs for ``nchars`` characters."""
-    return (ROWS + 2) * ((nchars + 63) >> 6)
+    """Scratch int64 words ``pretokenize_deepseek_cps`` needs for ``nchars`` characters: the
+    masks and starts, and two bytes a character (``class_masks_cps``)."""
+    return (ROWS + 2 + 16) * ((nchars + 63) >> 6)
 
 
 @numba.njit(cache=True, nogil=True)
