@@ -563,7 +563,7 @@ def test_engine_profile_times_deepseeks_decoded_pretokenizer():
     """On decoded text the profile times the pre-tokenizer ``encode_range`` runs: deepseek's
     bit-parallel one, which finds the three-stage matcher's ends."""
     from toktier.bench import engine_profile
-    from toktier.engine import cpu
+    from toktier.engine import ascii_pretok, cpu
 
     eng = cpu.engine_for(toktier.load("deepseek-v4"))
     text = "réponse «ok» 中文カタカナ・テスト 12345\n\tx = 'ж'  # ٢٣\r\n" * 30
@@ -571,7 +571,8 @@ def test_engine_profile_times_deepseeks_decoded_pretokenizer():
     wk = eng._workspace(u8.size)
     n = cpu._prepare(u8, eng.tables.bits, wk.cps, wk.char_start, wk.fl)
     ends, want = np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
-    k = engine_profile._decoded_pretokenize(eng, wk, n, ends)
+    scratch = np.empty(ascii_pretok.scratch_words_cps(n), np.int64)
+    k = engine_profile._decoded_pretokenize(eng, wk, n, ends, scratch)
     m = cpu.pretokenize_segment(wk.cps, wk.fl, eng.tables.fold, 0, n, eng.tables.family_code,
                                 want, 0)  # fmt: skip
     assert k == m > 0 and np.array_equal(ends[:k], want[:m])

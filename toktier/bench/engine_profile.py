@@ -93,12 +93,14 @@ def _profile_one(eng, label: str, text: str, repeats: int) -> dict:
                                     repeats),
         }
     else:
+        scratch = np.empty(ascii_pretok.scratch_words_cps(n), dtype=np.int64)  # as ``wk.heap``
         r = {
             "decode": _best_ms(
                 lambda: cpu._prepare(u8, t.bits, wk.cps, wk.char_start, wk.fl), repeats
             ),
             "literals": _best_ms(lambda: cpu._find_literals(wk.cps, n, *lit), repeats),
-            "pretokenize": _best_ms(lambda: _decoded_pretokenize(eng, wk, n, ends), repeats),
+            "pretokenize": _best_ms(lambda: _decoded_pretokenize(eng, wk, n, ends, scratch),
+                                    repeats),
         }
     r["total"] = _best_ms(lambda: eng.encode(text), repeats)
     r["pieces"] = max(r["total"] - r["decode"] - r["literals"] - r["pretokenize"], 0.0)
@@ -115,12 +117,13 @@ def _ascii_literals(eng, u8, lit: tuple) -> int:
     return cpu.ascii_literals(u8, *eng._trie_args, *eng._ascii_literals, *lit[-3:])
 
 
-def _decoded_pretokenize(eng, wk, n: int, ends) -> int:
+def _decoded_pretokenize(eng, wk, n: int, ends, scratch) -> int:
     """The pre-tokenizer ``rules.encode_range`` runs over decoded text: deepseek's bit-parallel
-    one where ``BpeTables.ascii_pre`` is deepseek's, else the automaton or the matcher."""
+    one where ``BpeTables.ascii_pre`` is deepseek's (``scratch``: at least
+    ``ascii_pretok.scratch_words_cps(n)`` words, allocated once as the engine's workspace is),
+    else the automaton or the matcher."""
     t, bt = eng.tables, eng.bpe
     if bt.ascii_pre >> 2 == rules.ASCII_DEEPSEEK and n >= rules.ASCII_PRETOK_MIN:
-        scratch = np.empty(ascii_pretok.scratch_words_cps(n), np.int64)
         return ascii_pretok.pretokenize_deepseek_cps(wk.cps, wk.fl, 0, n, scratch, ends, 0)
     return _pretokenize_all(wk.cps, wk.fl, t.fold, t.family_code, n, ends, bt)
 
