@@ -236,37 +236,83 @@ def _next_non_ws(m, nw, w):
     return (_u(m[MV * nw + w + 1]) & ~_u(m[MW * nw + w + 1])) & _u(1)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _row(m, row, nw, w):
+    """Word ``w`` of mask row ``row``, as a uint64."""
+    return _u(m[row * nw + w])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _back1(x, px):
+    """Bit j: the character before j has the mask's bit (``x`` this word, ``px`` the last)."""
+    return (x << _u(1)) | (px >> _u(63))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _back2(x, px):
+    """Bit j: the character two before j has the mask's bit."""
+    return (x << _u(2)) | (px >> _u(62))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _ahead1(x, nxt):
+    """Bit j: the character after j has the mask's bit (``nxt``: the next word's bit 0)."""
+    return (x >> _u(1)) | (nxt << _u(63))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _runs_from(run, seeds, carry):
+    """The bits of ``run`` from each seed (a bit of ``run``) to the end of its run, and the
+    carry into the next word: adding a seed carries it through the ones above it."""
+    summed, carry = _add_carry(run, seeds, carry)
+    return (run & ~summed) | seeds, carry
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _write_starts(m, so, w, out, Q, R, R1, abs1, carry):
+    """Word ``w``'s starts: ``out``, and the blank runs right after a CR/LF (not absorbed,
+    ``abs1``) that do not end at another CR/LF -- candidates first, those whose run the
+    carry brings to a CR/LF (their terminator) cleared again.  Returns the carry."""
+    cand = Q & R1 & ~abs1
+    summed, carry = _add_carry(Q, cand, carry)
+    bad = summed & ~Q & R
+    m[so + w] |= _i(out | cand)
+    while bad != _u(0):
+        _drop_candidate(m, so, (w << 6) + cttz(bad))
+        bad &= bad - _u(1)
+    return carry
+
+
 @numba.njit(cache=True, nogil=True)
 def start_words(u8, lo, hi, m, nw, fold, digits):
     """``m[ROWS * nw + w]`` (zeroed) bit j: a piece starts at ``lo + 64 w + j``."""
     so = ROWS * nw
     z = _u(0)
     one = _u(1)
-    s1, s2, s62, s63 = _u(1), _u(2), _u(62), _u(63)
     pL = pN = pW = pR = pP = pS = pA = pAbs = pG = z  # the previous word's masks
     cA = cT = z  # carries of the two additions
     for w in range(nw):
-        L = _u(m[ML * nw + w])
-        N = _u(m[MN * nw + w])
-        W = _u(m[MW * nw + w])
-        R = _u(m[MR * nw + w])
-        S = _u(m[MS * nw + w])
-        A = _u(m[MA * nw + w])
-        V = _u(m[MV * nw + w])
+        L = _row(m, ML, nw, w)
+        N = _row(m, MN, nw, w)
+        W = _row(m, MW, nw, w)
+        R = _row(m, MR, nw, w)
+        S = _row(m, MS, nw, w)
+        A = _row(m, MA, nw, w)
+        V = _row(m, MV, nw, w)
         P = V & ~(L | N | W)  # punctuation: [^\s\p{L}\p{N}]
         Q = W & ~R  # whitespace but CR/LF
         nxt_non_ws = _next_non_ws(m, nw, w)
         # "1": the character before is of the class; "2": the one before that
-        L1 = (L << s1) | (pL >> s63)
-        N1 = (N << s1) | (pN >> s63)
-        N2 = (N << s2) | (pN >> s62)
-        W1 = (W << s1) | (pW >> s63)
-        R1 = (R << s1) | (pR >> s63)
-        P1 = (P << s1) | (pP >> s63)
-        P2 = (P << s2) | (pP >> s62)
-        S1 = (S << s1) | (pS >> s63)
-        S2 = (S << s2) | (pS >> s62)
-        A1 = (A << s1) | (pA >> s63)
+        L1 = _back1(L, pL)
+        N1 = _back1(N, pN)
+        N2 = _back2(N, pN)
+        W1 = _back1(W, pW)
+        R1 = _back1(R, pR)
+        P1 = _back1(P, pP)
+        P2 = _back2(P, pP)
+        S1 = _back1(S, pS)
+        S2 = _back2(S, pS)
+        A1 = _back1(A, pA)
         Q1 = W1 & ~R1
         lone_p = P1 & ~P2 & ~S2  # lone punctuation before, itself starting a match
         letter_run = L & ~L1
@@ -275,22 +321,14 @@ def start_words(u8, lo, hi, m, nw, fold, digits):
         out |= g
         out |= P & ~P1 & ~S1
         # CR/LF right after punctuation end its piece (`[\r\n]*`): the runs seeded there
-        seeds = R & P1
-        summed, cA = _add_carry(R, seeds, cA)
-        absorbed = R & ~summed
-        abs1 = (absorbed << s1) | (pAbs >> s63)
+        absorbed, cA = _runs_from(R, R & P1, cA)
+        abs1 = _back1(absorbed, pAbs)
         out |= W & ~W1 & ~absorbed
         out |= Q & abs1
-        out |= Q & (((V & ~W) >> s1) | (nxt_non_ws << s63))  # last space before non-space
+        out |= Q & _ahead1(V & ~W, nxt_non_ws)  # last space before non-space
         # spaces after a CR/LF start a piece when the run ends with them: candidates now,
         # the ones whose spaces end at a CR/LF (their terminator) dropped below
-        cand = Q & R1 & ~abs1
-        summed, cT = _add_carry(Q, cand, cT)
-        bad = summed & ~Q & R
-        m[so + w] |= _i(out | cand)
-        while bad != z:
-            _drop_candidate(m, so, (w << 6) + cttz(bad))
-            bad &= bad - one
+        cT = _write_starts(m, so, w, out, Q, R, R1, abs1, cT)
         con = letter_run & A1 & ~P2 & ~S2
         while con != z:
             _contraction_start(u8, lo + (w << 6) + cttz(con), hi, fold, m, so, lo)
@@ -343,40 +381,37 @@ def start_words_o200k(u8, lo, hi, m, nw, fold, digits, contractions):
     so = ROWS * nw
     z = _u(0)
     one = _u(1)
-    s1, s2, s62, s63 = _u(1), _u(2), _u(62), _u(63)
     pL = pN = pW = pR = pP = pS = pAbs = pG = pLo = pPs = z  # the previous word's masks
     cA = cT = z  # carries of the two additions
     for w in range(nw):
-        L = _u(m[ML * nw + w])
-        N = _u(m[MN * nw + w])
-        W = _u(m[MW * nw + w])
-        R = _u(m[MR * nw + w])
-        S = _u(m[MS * nw + w])
-        A = _u(m[MA * nw + w])
-        V = _u(m[MV * nw + w])
-        U = _u(m[MU * nw + w])
-        T = R | _u(m[MSL * nw + w])  # what a punctuation piece absorbs: [\r\n/]*
+        L = _row(m, ML, nw, w)
+        N = _row(m, MN, nw, w)
+        W = _row(m, MW, nw, w)
+        R = _row(m, MR, nw, w)
+        S = _row(m, MS, nw, w)
+        A = _row(m, MA, nw, w)
+        V = _row(m, MV, nw, w)
+        U = _row(m, MU, nw, w)
+        T = R | _row(m, MSL, nw, w)  # what a punctuation piece absorbs: [\r\n/]*
         P = V & ~(L | N | W)
         Q = W & ~R
         Lo = L & ~U
         nxt_non_ws = _next_non_ws(m, nw, w)
-        L1 = (L << s1) | (pL >> s63)
-        N1 = (N << s1) | (pN >> s63)
-        N2 = (N << s2) | (pN >> s62)
-        W1 = (W << s1) | (pW >> s63)
-        R1 = (R << s1) | (pR >> s63)
-        P1 = (P << s1) | (pP >> s63)
-        S1 = (S << s1) | (pS >> s63)
-        Lo1 = (Lo << s1) | (pLo >> s63)
+        L1 = _back1(L, pL)
+        N1 = _back1(N, pN)
+        N2 = _back2(N, pN)
+        W1 = _back1(W, pW)
+        R1 = _back1(R, pR)
+        P1 = _back1(P, pP)
+        S1 = _back1(S, pS)
+        Lo1 = _back1(Lo, pLo)
         Q1 = W1 & ~R1
         # the absorbed tails: from a CR/LF after punctuation through the run of CR/LF and '/'
-        seeds = R & P1
-        summed, cA = _add_carry(T, seeds, cA)
-        absorbed = (T & ~summed) | seeds
-        abs1 = (absorbed << s1) | (pAbs >> s63)
+        absorbed, cA = _runs_from(T, R & P1, cA)
+        abs1 = _back1(absorbed, pAbs)
         # punctuation that starts a piece: a run's first (no space before it), or right after a tail
         pstart = ((P & ~P1 & ~S1) | (P & abs1)) & ~absorbed
-        lead_p = (pstart << s1) | (pPs >> s63)  # ... just before: it leads a letter run
+        lead_p = _back1(pstart, pPs)  # ... just before: it leads a letter run
         letter_run = L & ~L1
         out = (letter_run & ~(Q1 | lead_p)) | (U & Lo1)
         g, pG = _digit_starts(N, N1, N2, pG, digits)
@@ -384,15 +419,9 @@ def start_words_o200k(u8, lo, hi, m, nw, fold, digits, contractions):
         out |= pstart
         out |= W & ~W1
         out |= V & abs1  # whatever follows a tail
-        out |= Q & (((V & ~W) >> s1) | (nxt_non_ws << s63))  # last space before non-space
+        out |= Q & _ahead1(V & ~W, nxt_non_ws)  # last space before non-space
         out &= ~absorbed
-        cand = Q & R1 & ~abs1
-        summed, cT = _add_carry(Q, cand, cT)
-        bad = summed & ~Q & R
-        m[so + w] |= _i(out | cand)
-        while bad != z:
-            _drop_candidate(m, so, (w << 6) + cttz(bad))
-            bad &= bad - one
+        cT = _write_starts(m, so, w, out, Q, R, R1, abs1, cT)
         m[MA * nw + w] = _i(A & L1)  # apostrophes after a letter, for the pass below
         pL, pN, pW, pR, pP, pS, pAbs, pLo, pPs = L, N, W, R, P, S, absorbed, Lo, pstart
     if not contractions:
@@ -400,7 +429,7 @@ def start_words_o200k(u8, lo, hi, m, nw, fold, digits, contractions):
     # After every word's starts are written: a contraction may clear a start in the next word.
     con_end = -1  # where the last attached contraction ended
     for w in range(nw):
-        con = _u(m[MA * nw + w])
+        con = _row(m, MA, nw, w)
         while con != z:
             a = lo + (w << 6) + cttz(con)
             if a != con_end:
@@ -436,76 +465,65 @@ def start_words_deepseek(m, nw, kr, so):
     contractions.  A stretch's first character always starts a piece (or-ed in last), so
     the rules that look back never reach across; those that look ahead are masked."""
     z = _u(0)
-    one = _u(1)
-    s1, s2, s62, s63 = _u(1), _u(2), _u(62), _u(63)
     pL = pN = pW = pR = pP = pS = pC = pAbs = pG = pPs = pK = pPk = pA1 = z  # previous word's
     cA = cT = cL = z  # carries of the three additions
     for w in range(nw):
-        L = _u(m[ML * nw + w])  # letters and marks
-        N = _u(m[MN * nw + w])
-        W = _u(m[MW * nw + w])
-        R = _u(m[MR * nw + w])
-        S = _u(m[MS * nw + w])
-        C = _u(m[MA * nw + w])
-        V = _u(m[MV * nw + w])
+        L = _row(m, ML, nw, w)  # letters and marks
+        N = _row(m, MN, nw, w)
+        W = _row(m, MW, nw, w)
+        R = _row(m, MR, nw, w)
+        S = _row(m, MS, nw, w)
+        C = _row(m, MA, nw, w)
+        V = _row(m, MV, nw, w)
         P = V & ~(L | N | W | C)  # \p{P} | \p{S}
         if kr >= 0:
-            K = _u(m[kr * nw + w])
-            AL = _u(m[MU * nw + w])
-            AP = _u(m[MSL * nw + w])
+            K = _row(m, kr, nw, w)
+            AL = _row(m, MU, nw, w)
+            AP = _row(m, MSL, nw, w)
             kn = _next_bit0(m, kr, nw, w)
         else:
             K = kn = z
             AL = L
             AP = P
         Q = W & ~R
-        K1 = (K << s1) | (pK >> s63)
-        k_next = (K >> s1) | (kn << s63)
+        K1 = _back1(K, pK)
+        k_next = _ahead1(K, kn)
         # ends a blank run inside its stretch ((?!\S) fails before it): a non-space, no
         # digit, in the same stretch (blanks are never CJK, so no CJK character either)
         X = V & ~(W | N | K)
-        L1 = (L << s1) | (pL >> s63)
-        N1 = (N << s1) | (pN >> s63)
-        N2 = (N << s2) | (pN >> s62)
-        W1 = (W << s1) | (pW >> s63)
-        R1 = (R << s1) | (pR >> s63)
-        P1 = (P << s1) | (pP >> s63)
-        S1 = (S << s1) | (pS >> s63)
-        C1 = (C << s1) | (pC >> s63)
+        L1 = _back1(L, pL)
+        N1 = _back1(N, pN)
+        N2 = _back2(N, pN)
+        W1 = _back1(W, pW)
+        R1 = _back1(R, pR)
+        P1 = _back1(P, pP)
+        S1 = _back1(S, pS)
+        C1 = _back1(C, pC)
         Q1 = W1 & ~R1
-        l_next = ((L >> s1) | (_next_bit0(m, ML, nw, w) << s63)) & ~(K ^ k_next)
-        x_next = (X >> s1) | (((_next_bit0(m, MV, nw, w) & ~_next_bit0(m, MW, nw, w)
-                                & ~_next_bit0(m, MN, nw, w) & ~kn) & one) << s63)  # fmt: skip
+        l_next = _ahead1(L, _next_bit0(m, ML, nw, w)) & ~(K ^ k_next)
+        x_next = _ahead1(X, _next_bit0(m, MV, nw, w) & ~_next_bit0(m, MW, nw, w)
+                         & ~_next_bit0(m, MN, nw, w) & ~kn & _u(1))  # fmt: skip
         g, pG = _digit_starts(N, N1, N2, pG, 3)
         first = V & ((K ^ K1) | (N1 & ~N))  # a stretch's first character (after its digits)
         # a punctuation run's first, unless a space before leads it; a stretch's first
         pstart = P & ((~P1 & ~S1) | first)
         lead = pstart & AP  # ... leading the ASCII letters after it ([AP][A-Za-z]+)
-        lead1 = (lead << s1) | (pPs >> s63)
-        summed, cL = _add_carry(AL, AL & lead1, cL)  # those letters: the run seeded there
-        a1 = AL & ~summed
-        a1_1 = (a1 << s1) | (pA1 >> s63)
+        lead1 = _back1(lead, pPs)
+        a1, cL = _runs_from(AL, AL & lead1, cL)  # those letters: the run seeded there
+        a1_1 = _back1(a1, pA1)
         joined = (L1 & ~(L & ~AL & a1_1)) | Q1 | C1 | (AL & lead1)
         out = g | pstart | (L & ~joined)  # a letter run no lead joins
         out |= C & (~C1 | l_next)  # an "other" run's first, and one leading letters
         # CR/LF right after punctuation of their stretch end its piece (``[\r\n]*``)
-        pk1 = ((P & ~K) << s1) | (pPk >> s63)
-        seeds = R & pk1
-        summed, cA = _add_carry(R, seeds, cA)
-        absorbed = R & ~summed
-        abs1 = (absorbed << s1) | (pAbs >> s63)
+        pk1 = _back1(P & ~K, pPk)
+        absorbed, cA = _runs_from(R, R & pk1, cA)
+        abs1 = _back1(absorbed, pAbs)
         out |= W & ~W1 & ~absorbed
         out |= Q & abs1
         out |= Q & x_next  # the last blank before a non-space of the stretch
         out |= first
         # blanks after a CR/LF start a piece unless they end at another CR/LF (as cl100k's)
-        cand = Q & R1 & ~abs1
-        summed, cT = _add_carry(Q, cand, cT)
-        bad = summed & ~Q & R
-        m[so + w] |= _i(out | cand)
-        while bad != z:
-            _drop_candidate(m, so, (w << 6) + cttz(bad))
-            bad &= bad - one
+        cT = _write_starts(m, so, w, out, Q, R, R1, abs1, cT)
         pL, pN, pW, pR, pP, pS, pC, pAbs, pPs = L, N, W, R, P, S, C, absorbed, lead
         pK, pPk, pA1 = K, P & ~K, a1
 

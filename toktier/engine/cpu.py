@@ -111,19 +111,28 @@ def _find_literals(cps, n, f1, k1, c1, t1, f2, k2, c2, t2, has2, ls, le, lid):
     """All added-token occurrences, as the reference extracts them.
 
     Pass 1 finds raw (non-normalized) literals leftmost-longest over the whole
-    text; pass 2 finds normalized literals inside the gaps pass 1 leaves.
+    text; pass 2 finds normalized literals inside the gaps pass 1 leaves.  Every
+    position whose code point can begin a literal is visited (``_literals``).
     """
+    return _literals(cps, n, False, 0, 0, f1, k1, c1, t1, f2, k2, c2, t2, has2, ls, le, lid)
+
+
+@numba.njit(cache=True, nogil=True)
+def _literals(text, n, words, b1, b2, f1, k1, c1, t1, f2, k2, c2, t2, has2, ls, le, lid):
+    """``_find_literals``' two passes, each scan by the byte walk (``literal_scan``) or,
+    with ``words``, by the word scan of an all-ASCII text whose literals begin only with
+    the bytes ``b1`` or ``b2`` (``_ascii_literal_scan``): the one gap loop of both."""
     if not has2:
-        return literal_scan(cps, 0, n, f1, k1, c1, t1, ls, le, lid, 0)
+        return _literal_gap(text, 0, n, words, b1, b2, f1, k1, c1, t1, ls, le, lid, 0)
     a_s = np.empty(n, dtype=np.int64)
     a_e = np.empty(n, dtype=np.int64)
     a_id = np.empty(n, dtype=np.int64)
-    na = literal_scan(cps, 0, n, f1, k1, c1, t1, a_s, a_e, a_id, 0)
+    na = _literal_gap(text, 0, n, words, b1, b2, f1, k1, c1, t1, a_s, a_e, a_id, 0)
     m = 0
     pos = 0
     for k in range(na + 1):
         stop = a_s[k] if k < na else n
-        m = literal_scan(cps, pos, stop, f2, k2, c2, t2, ls, le, lid, m)
+        m = _literal_gap(text, pos, stop, words, b1, b2, f2, k2, c2, t2, ls, le, lid, m)
         if k < na:
             ls[m] = a_s[k]
             le[m] = a_e[k]
@@ -131,6 +140,15 @@ def _find_literals(cps, n, f1, k1, c1, t1, f2, k2, c2, t2, has2, ls, le, lid):
             m += 1
             pos = a_e[k]
     return m
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _literal_gap(text, lo, hi, words, b1, b2, first, tkeys, tchild, term, ls, le, lid, m):
+    """One trie's literals in ``[lo, hi)``, appended from ``m``; the new count."""
+    if words:
+        return _ascii_literal_scan(text, lo, hi, b1, b2, first, tkeys, tchild, term, ls, le, lid,
+                                   m)  # fmt: skip
+    return literal_scan(text, lo, hi, first, tkeys, tchild, term, ls, le, lid, m)
 
 
 _LOW_BYTES = np.uint64(0x0101010101010101)
@@ -198,29 +216,10 @@ def ascii_literals(u8, f1, k1, c1, t1, f2, k2, c2, t2, has2, lit_mode, lit_b1, l
     (``ascii_literal_mode``); their count, in ``ls``/``le``/``lid``.  With normalized
     literals (``has2``), the two passes of ``_find_literals``, each by the word scan: the
     raw literals over the whole text, then the normalized ones inside the gaps."""
-    nb = u8.size
-    if lit_mode == ASCII_LITERAL_SCAN:
-        return _find_literals(u8, nb, f1, k1, c1, t1, f2, k2, c2, t2, has2, ls, le, lid)
-    if lit_mode != ASCII_LITERAL_WORDS:
+    if lit_mode == NO_ASCII_LITERAL:
         return 0
-    if not has2:
-        return _ascii_literal_scan(u8, 0, nb, lit_b1, lit_b2, f1, k1, c1, t1, ls, le, lid, 0)
-    a_s = np.empty(nb, dtype=np.int64)
-    a_e = np.empty(nb, dtype=np.int64)
-    a_id = np.empty(nb, dtype=np.int64)
-    na = _ascii_literal_scan(u8, 0, nb, lit_b1, lit_b2, f1, k1, c1, t1, a_s, a_e, a_id, 0)
-    m = 0
-    pos = 0
-    for k in range(na + 1):
-        stop = a_s[k] if k < na else nb
-        m = _ascii_literal_scan(u8, pos, stop, lit_b1, lit_b2, f2, k2, c2, t2, ls, le, lid, m)
-        if k < na:
-            ls[m] = a_s[k]
-            le[m] = a_e[k]
-            lid[m] = a_id[k]
-            m += 1
-            pos = a_e[k]
-    return m
+    return _literals(u8, u8.size, lit_mode == ASCII_LITERAL_WORDS, lit_b1, lit_b2, f1, k1, c1, t1,
+                     f2, k2, c2, t2, has2, ls, le, lid)  # fmt: skip
 
 
 @numba.njit(cache=True, nogil=True)
