@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 from toktier.engine import ascii_pretok, cpu, rules
 from toktier.registry import load
 
+from .enumeration import next_string, same_ends
+
 # ``BpeTables.ascii_pre`` of each tokenizer it reaches: digits | variant << 2
 LINEAGE = {
     "llama3": 3, "cl100k": 3, "qwen3": 1, "qwen3.6": 1,
@@ -174,18 +176,10 @@ def _first_mismatch(reps, length, at, fold, digits, bits, family):
         for j in range(length):
             u8[at + j] = reps[idx[j]]
         a, b = _both(u8, at, at + length, fold, digits, bits, family)
-        same = a.size == b.size
-        for j in range(min(a.size, b.size)):
-            same = same and a[j] == b[j]
-        if not same:
+        if not same_ends(a, a.size, b, b.size):
             return idx.copy()
-        j = length - 1
-        while j >= 0 and idx[j] == k - 1:
-            idx[j] = 0
-            j -= 1
-        if j < 0:
+        if not next_string(idx, k):
             return np.zeros(0, dtype=np.int64)
-        idx[j] += 1
 
 
 REPRESENTATIVES = "asSleRx1 \t\n\r'("  # 15: contraction letters, digit, blanks, CR/LF, P
@@ -325,18 +319,10 @@ def _first_cps_mismatch(reps, length, at, bits, fold, family):
         for i in range(128):
             fl[i] = bits[cps[i]]
         a, b = _cps_both(cps, fl, at, at + length, fold, family)
-        same = a.size == b.size
-        for j in range(min(a.size, b.size)):
-            same = same and a[j] == b[j]
-        if not same:
+        if not same_ends(a, a.size, b, b.size):
             return idx.copy()
-        j = length - 1
-        while j >= 0 and idx[j] == k - 1:
-            idx[j] = 0
-            j -= 1
-        if j < 0:
+        if not next_string(idx, k):
             return np.zeros(0, dtype=np.int64)
-        idx[j] += 1
 
 
 def test_deepseek_every_short_decoded_string_splits_as_the_matcher():

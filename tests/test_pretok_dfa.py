@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from toktier.engine import cpu, pretok_dfa, rules
 from toktier.registry import load
 
+from .enumeration import next_string, same_ends
+
 DFA_TOKENIZERS = ["llama3", "qwen3", "qwen3.6", "cl100k", "gpt-oss", "tekken"]
 dfa_segment = cpu.RULES.dfa_segment
 pretokenize_segment = cpu.RULES.pretokenize_segment
@@ -141,18 +143,10 @@ def _first_mismatch(reps, rep_fl, classes, table, pairs, fold, family, length):
             fl[j] = rep_fl[digits[j]]
         ma = dfa_segment(cps, fl, fold, family, classes, table, pairs, 0, length, a, 0)
         mb = pretokenize_segment(cps, fl, fold, 0, length, family, b, 0)
-        same = ma == mb
-        for j in range(min(ma, mb)):
-            same = same and a[j] == b[j]
-        if not same:
+        if not same_ends(a, ma, b, mb):
             return digits.copy()
-        j = length - 1
-        while j >= 0 and digits[j] == k - 1:
-            digits[j] = 0
-            j -= 1
-        if j < 0:
+        if not next_string(digits, k):
             return np.zeros(0, dtype=np.int64)
-        digits[j] += 1
 
 
 # One character per automaton class, and the neighbours the matcher might tell apart.
