@@ -501,11 +501,16 @@ def _cmd_profile_engine(args) -> int:
     return 0
 
 
-def _targets_title(m: dict) -> str:
-    """The engine-targets figure's title, naming the run's machine and commit."""
-    return (f"Issue #12's engine targets, one run ({m.get('cpu', '?')} x {m.get('cores', '?')} @ "
-            f"{str(m.get('commit', '?'))[:7]}): ratio per cell (bold: met; blue above the goal, "
-            "red below; grey: not judged)")  # fmt: skip
+def _targets_title(m: dict, others: tuple[tuple[dict, str], ...] = ()) -> str:
+    """The engine-targets figure's title, naming the run's machine and commit (and, for rows
+    a later run added to the table, ``others``: (machine, the tokenizers it ran))."""
+    def where(m: dict) -> str:
+        return f"{m.get('cpu', '?')} x {m.get('cores', '?')} @ {str(m.get('commit', '?'))[:7]}"
+
+    runs = "one run" if not others else "runs"
+    at = "; ".join([where(m)] + [f"{toks} @ {str(o.get('commit', '?'))[:7]}" for o, toks in others])
+    return (f"Issue #12's engine targets, {runs} ({at}): ratio per cell (bold: met; blue above the "
+            "goal, red below; grey: not judged)")  # fmt: skip
 
 
 def _cmd_bench_engine_targets(args) -> int:
@@ -519,7 +524,13 @@ def _cmd_bench_engine_targets(args) -> int:
 
         title = ""
         if Path(args.run).exists():  # the run behind the table: say where it ran
-            title = _targets_title(json.loads(Path(args.run).read_text()).get("machine", {}))
+            others = []
+            for path in args.also_run or []:  # runs whose rows were added to the table
+                rec = json.loads(Path(path).read_text())
+                toks = ", ".join(dict.fromkeys(r["tokenizer"] for r in rec["summary"]))
+                others.append((rec.get("machine", {}), toks))
+            title = _targets_title(json.loads(Path(args.run).read_text()).get("machine", {}),
+                                   tuple(others))  # fmt: skip
         counts = engine_targets.plot_targets(pd.read_csv(args.from_table), args.figure, title)
         print(", ".join(f"{k} {m} of {n}" for k, (m, n) in counts.items()), f"-> {args.figure}")
         return 0
@@ -863,6 +874,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--figure", help="heat maps of the four targets (e.g. "
                    "results/figures/engine-targets.png)")  # fmt: skip
     s.add_argument("--from-table", help="draw --figure from this earlier table; run nothing")
+    s.add_argument("--also-run", action="append", metavar="RUN",
+                   help="with --from-table: a later run whose rows the table also holds (its "
+                   "commit and tokenizers go into the title); repeatable")
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(func=_cmd_bench_engine_targets)
 
