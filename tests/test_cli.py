@@ -95,3 +95,33 @@ def test_an_output_path_that_cannot_be_a_file_is_refused_before_any_work(tmp_pat
     out = tmp_path / "new" / "deeper" / "t.csv"
     assert main(["bench-continuation", "--out", str(out), "--run", str(a_file)]) == 0
     assert len(ran) == 1
+
+
+def test_engine_targets_figure_from_a_table_names_every_run_behind_it(tmp_path, capsys,
+                                                                      monkeypatch):  # fmt: skip
+    """``--from-table`` draws the committed grid without running it; rows a later run added
+    (``--also-run``) are named in the title with their commit, and the counts cover them."""
+    import toktier.bench.engine_targets as ET
+
+    cols = ["tokenizer", "text", "chars", "toktier_1t_ms", "toktier_all_ms", "gigatoken_empty_ms",
+            "fastokens_ms", "hf_ms", "1t_vs_gigatoken", "1t_vs_hf", "all_vs_fastokens",
+            "parallel_speedup"]  # fmt: skip
+    rows = [["llama3", "code", 1_000_000, 10, 7, 8, 6, 700, 0.8, 70, 0.86, 1.43],
+            ["deepseek-v4", "code", 1_000_000, 11, 7, 12, 6, 800, 1.09, 73, 0.86, 1.57]]  # fmt: skip
+    table = tmp_path / "t.csv"
+    with open(table, "w", newline="") as f:
+        csv.writer(f).writerows([cols, *rows])
+    first, later = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps({"machine": {"cpu": "CPU", "cores": 2, "commit": "a" * 40}}))
+    later.write_text(json.dumps({"machine": {"commit": "b" * 40},
+                                 "summary": [{"tokenizer": "deepseek-v4"}] * 3}))  # fmt: skip
+    titles = []
+    real = ET.plot_targets
+    monkeypatch.setattr(ET, "plot_targets",
+                        lambda t, path, title: titles.append(title) or real(t, path, title))  # fmt: skip
+    fig = tmp_path / "f.png"
+    assert main(["bench-engine-targets", "--from-table", str(table), "--run", str(first),
+                 "--also-run", str(later), "--figure", str(fig)]) == 0  # fmt: skip
+    assert fig.stat().st_size > 0
+    assert "runs (CPU x 2 @ aaaaaaa; deepseek-v4 @ bbbbbbb)" in titles[0]
+    assert "1t_vs_gigatoken 1 of 2" in capsys.readouterr().out
