@@ -225,6 +225,76 @@ def test_bad_input_gets_a_clear_error_on_every_method(engine):
     _assert_exact(engine, "still fine after the errors")
 
 
+def _assert_parts_exact(eng, text, parts):
+    """``text`` through the str-parts path cut for ``parts`` parts: IDs and spans (and the
+    IDs alone) equal to the reference's; the bounds each just after a ``cut_after``
+    character.  Returns the bounds."""
+    bounds = eng._str_part_bounds(text, parts)
+    if not text:
+        assert bounds == [0, 0]
+        return bounds
+    assert bounds[0] == 0 and bounds[-1] == len(text) and bounds == sorted(set(bounds))
+    assert all(eng.tables.cut_after[ord(text[p - 1])] for p in bounds[1:-1])
+    ref = eng.tokenizer.hf.encode(text, add_special_tokens=False)
+    ids, s, e = eng._encode_str_parts(text, bounds, 2, True)
+    assert ids.tolist() == ref.ids, text[:200]
+    assert list(zip(s.tolist(), e.tolist(), strict=True)) == ref.offsets, text[:200]
+    assert eng._encode_str_parts(text, bounds, 2, False)[0].tolist() == ref.ids
+    return bounds
+
+
+def test_parallel_parts_are_cut_in_the_str_and_join_exactly(engine, trajectory_archive):
+    """Two threads on a long text: cut in the str itself after whitespace (no whole-text
+    UTF-8 or decode first), each part from its own UTF-8 on its thread, spans shifted by
+    the part's start -- exact against the reference, on every real text and part count."""
+    calls = []
+    spy = WordPieceEngine(engine.tokenizer)
+    inner = spy._encode_text
+    spy._encode_text = lambda text, u8, base, *a: calls.append(base) or inner(text, u8, base, *a)
+    for text in _real_texts(trajectory_archive):
+        for parts in (2, 3, 8, 64):
+            assert len(_assert_parts_exact(engine, text, parts)) == parts + 1
+        calls.clear()
+        _assert_exact(spy, text, parallel=True)  # the parts' starts, each decoded alone
+        assert len(calls) >= 2 and sorted(calls) == sorted(set(calls)) and min(calls) == 0
+        _assert_ids_only_exact(spy, text)
+
+
+@given(st.lists(st.sampled_from(_PARTS) | st.text(max_size=3), max_size=120),
+       st.integers(2, 12))  # fmt: skip
+def test_str_parts_are_exact_wherever_the_cuts_fall(parts, count):
+    """Parts cut next to unsafe marks, literals, CRLF, removed controls and CJK: the join
+    is the whole text's encoding."""
+    _assert_parts_exact(_ENGINE(), "".join(parts), count)
+
+
+def test_a_literal_holding_a_cut_character_keeps_the_decoded_cuts(engine):
+    """Where an added token holds a character the str path would cut after, a literal could
+    cross that cut: the engine keeps the decoded path (every cut checked against the
+    literals found), and stays exact."""
+    cut_after = engine.tables.cut_after
+    assert wordpiece._cut_char_pattern(cut_after, ["[CLS]", "[MASK]"]) is not None
+    assert wordpiece._cut_char_pattern(cut_after, ["[CLS]", "<a b>"]) is None
+    assert wordpiece._cut_char_pattern(cut_after, ["x\u3000y"]) is None
+    eng = WordPieceEngine(engine.tokenizer)
+    eng._cut_chars = None
+    text = " ".join(_CACHE_WORDS * 400)
+    _assert_exact(eng, text, parallel=True)
+    _assert_ids_only_exact(eng, text)
+
+
+def test_a_lone_surrogate_in_a_later_part_is_reported_at_the_first(engine):
+    text = "ab cd " * 30_000 + "\udc01 x " + "é " * 1000 + "\ud800"
+    assert len(engine._str_part_bounds(text, 4)) > 2
+    from toktier.errors import InvalidTextError
+
+    for fn in (lambda t: engine.encode_ids(t, threads=2),
+               lambda t: engine.encode_parallel(t, threads=2)):  # fmt: skip
+        with pytest.raises(InvalidTextError, match=re.escape("U+DC01 at index 180000;")):
+            fn(text)
+    _assert_exact(engine, "still fine after the errors", parallel=True)
+
+
 def test_word_cache_rows_must_be_a_power_of_two(engine):
     for bad in (3, -2, 1000):
         with pytest.raises(ValueError, match="power of two"):
@@ -263,7 +333,7 @@ def test_walk_stops_only_where_no_longer_entry_exists(engine):
     for k, c in zip(keys[order].tolist(), kids[order].tolist(), strict=True):
         spelled[c] = spelled[k >> 32] + chr(k & 0xFFFFFFFF)
     entries = {"\x01" + w for w in vocab} | {
-        "\x02" + w[len(prefix):] for w in vocab if w.startswith(prefix) and len(w) > len(prefix)
+        "\x02" + w[len(prefix) :] for w in vocab if w.startswith(prefix) and len(w) > len(prefix)
     }
     extended = set()  # every proper prefix of an entry
     for e in entries:
