@@ -75,6 +75,29 @@ def run(trajs, ab: str, loads, duration_s: float, repeats: int, tokenizer: str =
     return rows
 
 
+def parse_loads(spec: str):
+    """``1600,2400`` (every variant) or ``fastokens=1600,2000;tier=6400,8000`` (per mode):
+    a machine whose knees moved needs each front end's ladder where its own knee is."""
+    def ladder(text):
+        try:
+            out = [float(x) for x in text.split(",") if x.strip()]
+        except ValueError:
+            raise SystemExit(f"--loads: not a list of req/s: {text!r}") from None
+        if not out or min(out) <= 0:
+            raise SystemExit(f"--loads: a ladder needs positive req/s: {text!r}")
+        return out
+
+    if "=" not in spec:
+        return ladder(spec)
+    modes = {}
+    for part in filter(None, (p.strip() for p in spec.split(";"))):
+        mode, _, text = part.partition("=")
+        if mode.strip() not in ("fastokens", "tier", "reference"):
+            raise SystemExit(f"--loads: unknown mode {mode.strip()!r} (fastokens, tier, reference)")
+        modes[mode.strip()] = ladder(text)
+    return modes
+
+
 def main(argv=None) -> int:
     from ..workload.archives import find_archive
     from .streams import load_trajectories
@@ -82,15 +105,21 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ab", choices=sorted(VARIANTS), required=True)
     ap.add_argument("--loads", default=None,
-                    help="comma-separated req/s (default 1600,2400,3200,4800; --ab knee: KNEE_LOADS)")
+                    help="comma-separated req/s for every variant (default 1600,2400,3200,4800; "
+                    "--ab knee: KNEE_LOADS), or one ladder per mode: "
+                    "'fastokens=1600,2000;tier=6400,8000'")
     ap.add_argument("--duration", type=float, default=8.0, help="seconds per load point")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     if args.loads:
-        loads = [float(x) for x in args.loads.split(",")]
+        loads = parse_loads(args.loads)
     else:
         loads = KNEE_LOADS if args.ab == "knee" else [1600.0, 2400.0, 3200.0, 4800.0]
+    if isinstance(loads, dict):
+        missing = sorted({v[0] for v in VARIANTS[args.ab].values()} - set(loads))
+        if missing:
+            raise SystemExit(f"--loads: no ladder for {', '.join(missing)} (--ab {args.ab})")
     archive = find_archive("mini-swe-agent")
     if archive is None:
         raise SystemExit("no mini-swe-agent archive: run `toktier build` (or fetch-data) first")
