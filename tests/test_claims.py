@@ -214,3 +214,28 @@ def test_gpu_throughput_judges_best_of_several_passes_only(tmp_path):
     pd.DataFrame(rows).to_csv(path, index=False)
     f2 = _row(claims.evaluate(tree), "F2")
     assert "IDs 0.250–9.00 GB/s" in f2["ours"] and f2["ok"] is True
+
+
+def test_capacity_at_the_ladders_top_is_a_bound(tmp_path):
+    """A front end that meets the objective at its ladder's highest step may serve more:
+    the tier's capacity there is a lower bound (≥), and a peer's makes the ratio an upper
+    bound, which cannot show the ≥ 4× target met."""
+    (tmp_path / "tables").mkdir()
+
+    def write(knees):
+        rows = []
+        for (cfg, mode), knee in knees.items():
+            for load in (10, 100, 500, 1000):
+                rows.append({"config": cfg, "mode": mode, "offered_rps": load,
+                             "p99_ms": 1.0 if load <= knee else 1000.0, "backlogged": False})
+        pd.DataFrame(rows).to_csv(tmp_path / "tables" / "tail-capacity.csv", index=False)
+        return _row(claims.evaluate(tmp_path), "T1")
+
+    ref = ("stateless reference, 2 workers", "reference")
+    fast = ("stateless fastokens, 2 workers", "fastokens")
+    tier = ("toktier, 2 repair workers", "tier")
+    t1 = write({ref: 10, fast: 100, tier: 1000})
+    assert "toktier, 2 repair workers ≥ 1,000 req/s" in t1["ours"]
+    assert "≥ 10.0× (met)" in t1["verdict"] and t1["ok"] is True
+    t1 = write({ref: 10, fast: 1000, tier: 1000})
+    assert "≤ 1.0× (**missed**)" in t1["verdict"] and t1["ok"] is False

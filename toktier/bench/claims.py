@@ -431,16 +431,26 @@ def _gpu_tail(r: Results):
 def _tail_capacity(r: Results):
     rows = r.table("tail-capacity.csv").to_dict("records")
     c50, c250 = capacity(rows, 50), capacity(rows, 250)
+    top: dict[str, float] = {}
+    for row in rows:
+        top[row["config"]] = max(top.get(row["config"], 0.0), row["offered_rps"])
+
+    def at_top(c, caps):  # met the objective at the ladder's highest step: a lower bound
+        return caps[c] > 0 and caps[c] >= top[c]
+
+    def n(c, caps):
+        return ("≥ " if at_top(c, caps) else "") + _n(caps[c])
+
     tier = max((c for c in c50 if c.startswith("toktier")), key=lambda c: c50[c] + c250[c])
     fast = next((c for c in c50 if "fastokens" in c), None)
     refs = [c for c in c50 if "reference" in c]
     ref = max(refs, key=lambda c: c250[c]) if refs else None
-    ours = (f"under 50 ms P99: {tier} {_n(c50[tier])} req/s" +
-            (f", {fast} {_n(c50[fast])}" if fast else "") +
-            (f", {ref} {_n(c50[ref])}" if ref else "") +
-            f"; under 250 ms: tier {_n(c250[tier])}" +
-            (f", fastokens {_n(c250[fast])}" if fast else "") +
-            (f", reference {_n(c250[ref])}" if ref else ""))  # fmt: skip
+    ours = (f"under 50 ms P99: {tier} {n(tier, c50)} req/s" +
+            (f", {fast} {n(fast, c50)}" if fast else "") +
+            (f", {ref} {n(ref, c50)}" if ref else "") +
+            f"; under 250 ms: tier {n(tier, c250)}" +
+            (f", fastokens {n(fast, c250)}" if fast else "") +
+            (f", reference {n(ref, c250)}" if ref else ""))  # fmt: skip
     parts, ok = [], True
     if ref and c250[ref]:
         x = c250[tier] / c250[ref]
@@ -449,9 +459,13 @@ def _tail_capacity(r: Results):
         ok = ok and x >= 20
     if fast and c50[fast]:
         x = c50[tier] / c50[fast]
-        parts.append(f"issue #11's ≥ 4× fastokens under 50 ms: {x:.1f}× "
-                     f"({'met' if x >= 4 else '**missed**'})")  # fmt: skip
-        ok = ok and x >= 4
+        # A peer that met the objective at its ladder's top may serve more: the ratio is
+        # then an upper bound and cannot show the target met.
+        bound = "≤ " if at_top(fast, c50) else "≥ " if at_top(tier, c50) else ""
+        met = x >= 4 and not at_top(fast, c50)
+        parts.append(f"issue #11's ≥ 4× fastokens under 50 ms: {bound}{x:.1f}× "
+                     f"({'met' if met else '**missed**'})")  # fmt: skip
+        ok = ok and met
     return ours, Verdict("; ".join(parts) or "not judged", ok if parts else None)
 
 
@@ -743,7 +757,7 @@ CLAIMS: list[Claim] = [
         "fastokens (50 ms P99) on the same cores",
         _tail_capacity,
         runs=("tail-capacity.json",),
-        note="Two cores, no GPU: the load generator and result collector (one Python process, ~0.2–0.3 core at the tier's knee) and the shadow verifiers (a quarter core per front end, split over its repair workers) share the cores with the workers; the tier's best worker count is taken (at equal worker counts the ratio is in docs/serving.md); fastokens' knee falls between the ladder's 800 and 1,200 req/s steps, so one run reads 2.7× or 4.0×: three repeats on finer ladders (`python -m toktier.bench.capacity_ab --ab knee`) gave 3.2–5.0×, median 4.0×; not an equal-hardware comparison with the paper.",
+        note="Two cores, no GPU: the load generator and result collector (one Python process, ~0.2–0.3 core at the tier's knee) and the shadow verifiers (a quarter core per front end, split over its repair workers) share the cores with the workers; the tier's best worker count is taken (at equal worker counts the ratio is in docs/serving.md); a capacity met at the ladder's top step is marked ≥ (a peer's there makes the ratio an upper bound, which cannot meet the target); near the knees a 20 s point's P99 is set by a few hundred requests, so one run moves by a ladder step: finer ladders in repeats (`python -m toktier.bench.capacity_ab --ab knee --loads ...`) read 3.2–5.0× (median 4.0×) on the AMD VM on 2026-11-26 and ≤ 3.3× on 2026-12-02 (docs/serving.md); not an equal-hardware comparison with the paper.",
     ),
     Claim(
         "C1",
