@@ -11,7 +11,10 @@ variants alternated on one machine state (a repeat's variants see the same seed)
   or take a quarter core each.
 - ``--ab knee``: fastokens (two workers) and the tier (one and two repair workers) on
   finer ladders around their knees, repeated with different seeds: experiment 09's ladder
-  steps (800 -> 1,200 req/s for fastokens) are too coarse to tell a 2.7x from a 4x.
+  steps (800 -> 1,200 req/s for fastokens) are too coarse to tell a 2.7x from a 4x.  The
+  knees move with the machine (fastokens 1,200 on the Intel VM, 2,400 on the AMD VM of
+  2026-12-02): ``--loads 'fastokens=1600,2000,2400;tier=6400,8000,9600'`` puts each front
+  end's ladder where its own knee is.
 
 llama3, the recorded mixture of all trajectories.
 ``python -m toktier.bench.capacity_ab --ab verifier [--loads 1600,2400,3200,4800] [--out FILE]``.
