@@ -223,3 +223,21 @@ def test_a_short_soak_churns_kills_and_stays_exact(setup):
     assert {p["worker"] for p in run["probes"]} == {0, 1}
     assert run["verdict"]["state_under_budget"] and run["verdict"]["mismatches"] == 0
     assert sum(s["expired"] + s["closed"] for s in run["final_stats"]) > 0
+
+
+@pytest.mark.parametrize("mode", ["fastokens", "reference"])
+def test_stateless_answers_convert_ids_only_when_kept(setup, mode):
+    """A stateless worker answers with the encoder's own ID list (its length) in a capacity
+    run, and with the reference's IDs as a uint32 array when results are kept: the array
+    conversion cost fastokens twice its encode, so it stays out of the timed path."""
+    from toktier.serving import _serve_fn
+
+    _, work, tok = setup
+    serve, _, _, _ = _serve_fn(mode, "llama3", 0.0, {})
+    text = work.text(0, work.calls(0) - 1)
+    want = tok.reference(text)
+    n, path, ids = serve("s", text, False)
+    assert (n, path, ids) == (len(want), mode, None)
+    n, path, ids = serve("s", text, True)
+    assert n == len(want) and path == mode
+    assert isinstance(ids, np.ndarray) and ids.dtype == np.uint32 and ids.tolist() == want
