@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..serving import MODES
 from . import machine
 from . import tail_capacity as tc
 
@@ -95,8 +96,8 @@ def parse_loads(spec: str):
     modes = {}
     for part in filter(None, (p.strip() for p in spec.split(";"))):
         mode, _, text = part.partition("=")
-        if mode.strip() not in ("fastokens", "tier", "reference"):
-            raise SystemExit(f"--loads: unknown mode {mode.strip()!r} (fastokens, tier, reference)")
+        if mode.strip() not in MODES:
+            raise SystemExit(f"--loads: unknown mode {mode.strip()!r} ({', '.join(MODES)})")
         modes[mode.strip()] = ladder(text)
     return modes
 
