@@ -177,7 +177,7 @@ ax.text(objectives_ms[0] * 1.08, 0.97, f"{objectives_ms[0]} ms sojourn objective
 ax.set(xscale="log", xlabel="service time per request (ms, worker busy time)",
        ylabel="share of requests",
        title="(b) service time, each pool at its highest load under 50 ms")  # fmt: skip
-ax.legend(fontsize=7, loc="lower right")
+ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0, -0.2))  # below, as in (a): inside it hid the reference curves
 ax = axes[2]
 long = burst_df.melt(id_vars=["config", "scenario"], value_vars=["p99_init_ms", "p99_cont_ms"],
                      var_name="requests", value_name="P99 sojourn (ms)")  # fmt: skip
