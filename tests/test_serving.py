@@ -241,3 +241,26 @@ def test_stateless_answers_convert_ids_only_when_kept(setup, mode):
     n, path, ids = serve("s", text, True)
     assert n == len(want) and path == mode
     assert isinstance(ids, np.ndarray) and ids.dtype == np.uint32 and ids.tolist() == want
+
+
+def test_the_null_front_end_answers_every_request_through_the_pool_with_no_ids(setup):
+    """``"null"`` is the harness alone (experiment 09's floor): every request reaches one
+    worker, which makes its text and answers with no IDs on the plain-answer path."""
+    _, work, _ = setup
+    src = loadgen.MixtureSource(work, live=4, seed=3)
+    sched = [(float(o), src.next()) for o in loadgen.poisson_offsets(200.0, 0.5, seed=4)]
+    with WorkerPool("null", "llama3", work, workers=2) as pool:
+        out = loadgen.run_open_loop(pool, sched, drain_s=30)
+        for _, req in sched[:5]:
+            pool.submit(req)
+        done = pool.results(5, timeout=30)
+    assert out["done"].all() and out["errors"] == 0 and len(out["path"]) == len(sched)
+    assert set(out["path"]) == {"null"}
+    assert sorted(d.rid for d in done) == sorted(r.rid for _, r in sched[:5])
+    assert all(d.n_ids == 0 and d.path == "null" and d.error is None for d in done)
+
+
+def test_unknown_modes_are_refused_with_the_known_ones(setup):
+    _, work, _ = setup
+    with pytest.raises(ValueError, match="null"):
+        WorkerPool("nothing", "llama3", work, workers=1)

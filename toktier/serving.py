@@ -5,7 +5,9 @@ In ``"tier"`` mode each worker owns a :class:`~toktier.Tier` and a request goes
 to the worker its session hashes to (affinity, so session state is found); the
 stateless modes (``"reference"``, ``"fastokens"``, ``"engine"``) encode every
 request in full and take requests from one shared queue (the least-loaded
-worker takes the next one).
+worker takes the next one); ``"null"`` answers every request with no IDs after
+materializing its text -- the harness alone, whose CPU per request and capacity
+are the floor under every front end's on the same machine.
 
 Request texts are not shipped per request: every worker holds the same
 :class:`Workload` (the sessions' final texts and the character offsets of each
@@ -44,9 +46,9 @@ import numpy as np
 
 from .errors import WorkerStartError
 
-MODES = ("tier", "reference", "fastokens", "engine")
+MODES = ("tier", "reference", "fastokens", "engine", "null")
 KINDS = ("init", "cont", "edit", "close")
-PATHS = ("repair", "cpu", "gpu", "reference", "fastokens", "engine", "close")
+PATHS = ("repair", "cpu", "gpu", "reference", "fastokens", "engine", "close", "null")
 _PATH_CODE = {p: i for i, p in enumerate(PATHS)}
 _STOP, _STATS, _PROBE = 253, 254, 255  # control records' kind codes
 # rid, session number, trajectory, call, scheduled time, kind code
@@ -173,6 +175,10 @@ def _serve_fn(mode: str, tokenizer_name: str, verify_rate: float, tier_kw: dict)
 
         def full(text):
             return f.encode(text, add_special_tokens=False).ids
+    elif mode == "null":  # the harness alone: the request's text is made, nothing encodes it
+
+        def full(text):
+            return ()
     elif mode == "engine":
         eng = tok.engine
         eng.warmup()

@@ -9,6 +9,10 @@ variants alternated on one machine state (a repeat's variants see the same seed)
   (``loadgen.paused_gc``, the default) or running.
 - ``--ab split``: two repair workers whose verifiers share one quarter core (0.125 each)
   or take a quarter core each.
+- ``--ab floor``: the harness alone (``serving`` mode ``"null"``: each request's text is
+  made and answered with no IDs), one and two workers, beside the one-worker tier with its
+  verifier off: the CPU per request a front end pays before it tokenizes anything, and the
+  capacity no front end can pass on this machine.  ``--loads 'null=...;tier=...'``.
 - ``--ab knee``: fastokens (two workers) and the tier (one and two repair workers) on
   finer ladders around their knees, repeated with different seeds: experiment 09's ladder
   steps (800 -> 1,200 req/s for fastokens) are too coarse to tell a 2.7x from a 4x.  The
@@ -44,6 +48,11 @@ VARIANTS = {
     "split": {
         "2 workers, verifiers 0.125 core each": ("tier", 2, 0.05, 0.25, True),
         "2 workers, verifiers 0.25 core each": ("tier", 2, 0.05, 0.5, True),
+    },
+    "floor": {
+        "harness alone (no tokenizer), 1 worker": ("null", 1, 0.0, 0.25, True),
+        "harness alone (no tokenizer), 2 workers": ("null", 2, 0.0, 0.25, True),
+        "toktier, 1 repair worker, verifier off": ("tier", 1, 0.0, 0.25, True),
     },
     "knee": {
         "stateless fastokens, 2 workers": ("fastokens", 2, 0.05, 0.25, True),
