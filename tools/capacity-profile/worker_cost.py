@@ -46,8 +46,9 @@ def main() -> int:
     src = MixtureSource(work, live=64, seed=0)
     held: dict[str, int] = {}  # each session's stored length: what a continuation appends to
     for r in src.warm():  # the sessions' first calls, before timing (as experiment 09)
-        tier.encode(work.text(r.traj, r.call), session=r.session)
-        held[r.session] = len(work.text(r.traj, r.call))
+        text = work.text(r.traj, r.call)
+        tier.encode(text, session=r.session)
+        held[r.session] = len(text)
     reqs = [src.next() for _ in range(args.requests)]
     fast.encode(work.text(reqs[0].traj, reqs[0].call), add_special_tokens=False)
     rows = {"slice": [], "tier": [], "fastokens": [], "kind": [], "chars": [], "appended": []}
