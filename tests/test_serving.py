@@ -1,5 +1,6 @@
 """The multi-worker front end: exact on every route, session affinity, worker death, open loop."""
 
+import os
 import time
 
 import numpy as np
@@ -264,3 +265,43 @@ def test_unknown_modes_are_refused_with_the_known_ones(setup):
     _, work, _ = setup
     with pytest.raises(ValueError, match="null"):
         WorkerPool("nothing", "llama3", work, workers=1)
+
+
+def _allowed_cpus(status_path: str) -> set[int]:
+    """A task's ``Cpus_allowed_list`` (``0-1,3``) from ``/proc/.../status``, as a set."""
+    with open(status_path, encoding="ascii") as f:
+        spec = next(line for line in f if line.startswith("Cpus_allowed_list:")).split(":")[1]
+    out: set[int] = set()
+    for part in spec.strip().split(","):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="Linux affinity")
+def test_pinned_workers_hold_only_their_serving_thread_to_one_core(setup):
+    """``pin_cores``: each worker's serving thread runs on its own core from the second
+    on; the threads it started before (the shadow verifier among them) keep every core,
+    and answers stay exact."""
+    _, work, tok = setup
+    every = os.sched_getaffinity(0)
+    cores = sorted(every)
+    with WorkerPool("tier", "llama3", work, workers=2, verify_rate=0.5, keep_ids=True,
+                    pin_cores=True) as pool:  # fmt: skip
+        assert pool.pins == [cores[1 % len(cores)], cores[2 % len(cores)]]
+        reqs = [Request(i, f"p{i}", i % 3, 1, "init") for i in range(4)]
+        for req in reqs:
+            pool.submit(req)
+        for done in pool.results(len(reqs), timeout=120):
+            _check(tok, work, reqs[done.rid], done)
+        for slot, proc in enumerate(pool._procs):
+            assert _allowed_cpus(f"/proc/{proc.pid}/status") == {pool.pins[slot]}
+            # the shadow verifier, the engine's pool, the binding's threads: all started
+            # before the pin, and none of them is held
+            others = [t for t in os.listdir(f"/proc/{proc.pid}/task") if int(t) != proc.pid]
+            assert others
+            assert all(_allowed_cpus(f"/proc/{proc.pid}/task/{t}/status") == every
+                       for t in others)  # fmt: skip
+    with WorkerPool("null", "llama3", work, workers=1) as pool:
+        assert pool.pins == [None]
+        assert _allowed_cpus(f"/proc/{pool._procs[0].pid}/status") == every

@@ -222,12 +222,18 @@ def _read_record(fd: int, size: int) -> bytes | None:
 
 
 def _worker_main(slot, mode, tokenizer_name, workload, inbox, control, answers, verify_rate,
-                 tier_kw, keep):  # fmt: skip
+                 tier_kw, keep, pin=None):  # fmt: skip
     """One worker process: serve request records from the pipe ``inbox``; plain answers go
-    as records on ``answers``, the rest (IDs, errors, stats, probes) pickled on ``control``."""
+    as records on ``answers``, the rest (IDs, errors, stats, probes) pickled on ``control``.
+
+    ``pin``: the core this worker's serving thread is held to (``WorkerPool(pin_cores=True)``),
+    set after the warm-up so the threads started before it (the shadow verifier, the engine's
+    thread pool) keep every core."""
     try:
         serve, stats, probe, close = _serve_fn(mode, tokenizer_name, verify_rate, tier_kw)
         serve("__warmup__", workload.text(0, 0), False)
+        if pin is not None:
+            os.sched_setaffinity(0, {pin})  # Linux: pid 0 is the calling thread alone
     except Exception as exc:
         control.send(("failed", slot, f"{type(exc).__name__}: {exc}"))
         return
@@ -268,8 +274,23 @@ def _worker_main(slot, mode, tokenizer_name, workload, inbox, control, answers, 
         control.send(Done(rid, slot, t0, t1, path, n_ids, ids, err))
 
 
+def pinned_cores(workers: int) -> list[int]:
+    """The core each worker's serving thread is held to under ``pin_cores``: the usable
+    cores in turn from the second, so worker 0 never shares a core with the load generator
+    when there are two or more (the generator is not pinned: the scheduler keeps it off a
+    busy core).  On one core every worker gets it."""
+    if not hasattr(os, "sched_setaffinity"):
+        raise OSError("pin_cores needs os.sched_setaffinity (Linux)")
+    cores = sorted(os.sched_getaffinity(0))
+    return [cores[(slot + 1) % len(cores)] for slot in range(workers)]
+
+
 class WorkerPool:
-    """N worker processes behind one ``submit``; results arrive on ``results()``."""
+    """N worker processes behind one ``submit``; results arrive on ``results()``.
+
+    ``pin_cores``: each worker's serving thread is held to one core (``pinned_cores``); its
+    verifier thread and the engine's thread pool are not.  A harness option, the same for
+    every mode (experiment 09 compares front ends on one setting)."""
 
     def __init__(
         self,
@@ -283,6 +304,7 @@ class WorkerPool:
         tier_kw: dict | None = None,
         start_timeout_s: float = 300.0,
         max_failed_starts: int = 3,
+        pin_cores: bool = False,
     ):
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
@@ -292,6 +314,7 @@ class WorkerPool:
             raise ValueError("max_failed_starts must be >= 1")
         self.max_failed_starts = max_failed_starts
         self.mode, self.workers = mode, workers
+        self.pins = pinned_cores(workers) if pin_cores else [None] * workers
         self._args = (mode, tokenizer_name, workload)
         self._verify_rate, self._keep, self._tier_kw = verify_rate, keep_ids, dict(tier_kw or {})
         self._ctx = mp.get_context("spawn")  # no fork after threads (tokenizers, numba)
@@ -342,7 +365,7 @@ class WorkerPool:
         p = self._ctx.Process(
             target=_worker_main,
             args=(slot, *self._args, self._inboxes[slot][0], control_w, answers_w,
-                  self._verify_rate, self._tier_kw, self._keep),
+                  self._verify_rate, self._tier_kw, self._keep, self.pins[slot]),
             daemon=True,
         )  # fmt: skip
         p.start()

@@ -13,6 +13,11 @@ variants alternated on one machine state (a repeat's variants see the same seed)
   made and answered with no IDs), one and two workers, beside the one-worker tier with its
   verifier off: the CPU per request a front end pays before it tokenizes anything, and the
   capacity no front end can pass on this machine.  ``--loads 'null=...;tier=...'``.
+- ``--ab pin``: each front end with its workers' serving threads held to one core each
+  (``WorkerPool(pin_cores=True)``: one worker on the core the load generator is not
+  steered to) and free: on two cores the generator, a worker and its verifier otherwise
+  share both cores' caches as the scheduler moves them.
+  ``--loads 'fastokens=...;tier=...'``.
 - ``--ab knee``: fastokens (two workers) and the tier (one and two repair workers) on
   finer ladders around their knees, repeated with different seeds: experiment 09's ladder
   steps (800 -> 1,200 req/s for fastokens) are too coarse to tell a 2.7x from a 4x.  The
@@ -33,8 +38,8 @@ from ..serving import MODES
 from . import machine
 from . import tail_capacity as tc
 
-# name -> (mode, workers, verify_rate, the front end's verify_cpu_share, pause_gc); the
-# front end's share is split over its repair workers (tail_capacity.worker_tier_kw)
+# name -> (mode, workers, verify_rate, the front end's verify_cpu_share, pause_gc[, pin_cores]);
+# the front end's share is split over its repair workers (tail_capacity.worker_tier_kw)
 VARIANTS = {
     "verifier": {
         "verifier 5%, cpu_share 0.25": ("tier", 1, 0.05, 0.25, True),
@@ -54,6 +59,14 @@ VARIANTS = {
         "harness alone (no tokenizer), 2 workers": ("null", 2, 0.0, 0.25, True),
         "toktier, 1 repair worker, verifier off": ("tier", 1, 0.0, 0.25, True),
     },
+    "pin": {
+        "stateless fastokens, 2 workers": ("fastokens", 2, 0.05, 0.25, True, False),
+        "stateless fastokens, 2 workers, pinned": ("fastokens", 2, 0.05, 0.25, True, True),
+        "toktier, 1 repair worker": ("tier", 1, 0.05, 0.25, True, False),
+        "toktier, 1 repair worker, pinned": ("tier", 1, 0.05, 0.25, True, True),
+        "toktier, 2 repair workers": ("tier", 2, 0.05, 0.25, True, False),
+        "toktier, 2 repair workers, pinned": ("tier", 2, 0.05, 0.25, True, True),
+    },
     "knee": {
         "stateless fastokens, 2 workers": ("fastokens", 2, 0.05, 0.25, True),
         "toktier, 1 repair worker": ("tier", 1, 0.05, 0.25, True),
@@ -67,17 +80,23 @@ KEYS = ("offered_rps", "p50_ms", "p99_ms", "service_p50_ms", "service_p99_ms",
         "generator_cpu_us_per_req", "workers_cpu_us_per_req")  # fmt: skip
 
 
-def run(trajs, ab: str, loads, duration_s: float, repeats: int, tokenizer: str = "llama3"):
-    """``loads``: one ladder for every variant, or {mode: ladder}."""
+def run(trajs, ab: str, loads, duration_s: float, repeats: int, tokenizer: str = "llama3",
+        only: str | None = None):  # fmt: skip
+    """``loads``: one ladder for every variant, or {mode: ladder}; ``only``: the variants
+    whose name holds this text."""
     rows = []
+    variants = {k: v for k, v in VARIANTS[ab].items() if only is None or only in k}
+    if not variants:
+        raise SystemExit(f"--only {only!r}: no variant of --ab {ab} ({', '.join(VARIANTS[ab])})")
     for rep in range(repeats):
-        for name, (mode, workers, rate, share, pause_gc) in VARIANTS[ab].items():
+        for name, (mode, workers, rate, share, pause_gc, *pin) in variants.items():
             ladder = loads[mode] if isinstance(loads, dict) else loads
             cfg = [{"name": name, "mode": mode, "workers": workers}]
             got, verifier = tc.capacity_sweep(
                 trajs, tokenizer, configs=cfg, loads={mode: ladder}, duration_s=duration_s,
                 max_context_chars=None, verify_rate=rate, progress=False, stop_ms=float("inf"),
                 tier_kw={"verify_cpu_share": share}, pause_gc=pause_gc, seed=rep,
+                pin_cores=bool(pin and pin[0]),
             )  # fmt: skip
             for r in got:
                 rows.append({"variant": name, "repeat": rep, **{k: r[k] for k in KEYS},
@@ -123,6 +142,7 @@ def main(argv=None) -> int:
                     "'fastokens=1600,2000;tier=6400,8000'")
     ap.add_argument("--duration", type=float, default=8.0, help="seconds per load point")
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--only", default=None, help="run only the variants whose name holds this")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     if args.loads:
@@ -130,13 +150,15 @@ def main(argv=None) -> int:
     else:
         loads = KNEE_LOADS if args.ab == "knee" else [1600.0, 2400.0, 3200.0, 4800.0]
     if isinstance(loads, dict):
-        missing = sorted({v[0] for v in VARIANTS[args.ab].values()} - set(loads))
+        missing = sorted({v[0] for k, v in VARIANTS[args.ab].items()
+                          if args.only is None or args.only in k} - set(loads))  # fmt: skip
         if missing:
             raise SystemExit(f"--loads: no ladder for {', '.join(missing)} (--ab {args.ab})")
     archive = find_archive("mini-swe-agent")
     if archive is None:
         raise SystemExit("no mini-swe-agent archive: run `toktier build` (or fetch-data) first")
-    rows = run(load_trajectories(archive), args.ab, loads, args.duration, args.repeats)
+    rows = run(load_trajectories(archive), args.ab, loads, args.duration, args.repeats,
+               only=args.only)  # fmt: skip
     out = {"machine": machine.machine_facts(), "ab": args.ab, "loads": loads,
            "duration_s": args.duration, "repeats": args.repeats, "rows": rows}  # fmt: skip
     if args.out:

@@ -81,10 +81,10 @@ def worker_tier_kw(tier_kw: dict | None, workers: int) -> dict:
     return kw
 
 
-def _pool(cfg, tokenizer_name, work, verify_rate, tier_kw=None):
+def _pool(cfg, tokenizer_name, work, verify_rate, tier_kw=None, pin_cores=False):
     return WorkerPool(
         cfg["mode"], tokenizer_name, work, workers=cfg["workers"], verify_rate=verify_rate,
-        tier_kw=worker_tier_kw(tier_kw, cfg["workers"]),
+        tier_kw=worker_tier_kw(tier_kw, cfg["workers"]), pin_cores=pin_cores,
     )
 
 
@@ -112,12 +112,14 @@ def capacity_sweep(
     progress: bool = True,
     tier_kw: dict | None = None,
     pause_gc: bool = True,
+    pin_cores: bool = False,
 ):
     """P99 sojourn vs Poisson offered load per configuration; returns (rows, verifier totals).
 
     ``tier_kw``: extra ``Tier`` arguments for the tier's workers (``verify_cpu_share`` is
     the whole front end's, split over its workers: ``worker_tier_kw``);
-    ``pause_gc``: the generator's garbage collector is off during each point (``loadgen``).
+    ``pause_gc``: the generator's garbage collector is off during each point (``loadgen``);
+    ``pin_cores``: each worker's serving thread held to one core (``serving.pinned_cores``).
 
     Each row also carries the generator's lag (``generator_late_*``: when it grows, the
     load generator, not the server, is the bottleneck) and a sample of per-request
@@ -130,7 +132,7 @@ def capacity_sweep(
     rows, verifier = [], {}
     for cfg in configs:
         ladder = loads[cfg["mode"]]
-        with _pool(cfg, tokenizer_name, work, verify_rate, tier_kw) as pool:
+        with _pool(cfg, tokenizer_name, work, verify_rate, tier_kw, pin_cores) as pool:
             src = loadgen.MixtureSource(work, live=live_sessions, seed=seed)
             loadgen.closed_loop(pool, src.warm())
             bar = tqdm(ladder, desc=cfg["name"], disable=not progress, leave=False)
