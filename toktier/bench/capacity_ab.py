@@ -80,14 +80,20 @@ KEYS = ("offered_rps", "p50_ms", "p99_ms", "service_p50_ms", "service_p99_ms",
         "generator_cpu_us_per_req", "workers_cpu_us_per_req")  # fmt: skip
 
 
+def selected(ab: str, only: str | None = None) -> dict:
+    """The variants of ``--ab ab`` whose name holds ``only`` (all of them without it)."""
+    variants = {k: v for k, v in VARIANTS[ab].items() if only is None or only in k}
+    if not variants:
+        raise SystemExit(f"--only {only!r}: no variant of --ab {ab} ({', '.join(VARIANTS[ab])})")
+    return variants
+
+
 def run(trajs, ab: str, loads, duration_s: float, repeats: int, tokenizer: str = "llama3",
         only: str | None = None):  # fmt: skip
     """``loads``: one ladder for every variant, or {mode: ladder}; ``only``: the variants
     whose name holds this text."""
     rows = []
-    variants = {k: v for k, v in VARIANTS[ab].items() if only is None or only in k}
-    if not variants:
-        raise SystemExit(f"--only {only!r}: no variant of --ab {ab} ({', '.join(VARIANTS[ab])})")
+    variants = selected(ab, only)
     for rep in range(repeats):
         for name, (mode, workers, rate, share, pause_gc, *pin) in variants.items():
             ladder = loads[mode] if isinstance(loads, dict) else loads
@@ -150,8 +156,7 @@ def main(argv=None) -> int:
     else:
         loads = KNEE_LOADS if args.ab == "knee" else [1600.0, 2400.0, 3200.0, 4800.0]
     if isinstance(loads, dict):
-        missing = sorted({v[0] for k, v in VARIANTS[args.ab].items()
-                          if args.only is None or args.only in k} - set(loads))  # fmt: skip
+        missing = sorted({v[0] for v in selected(args.ab, args.only).values()} - set(loads))
         if missing:
             raise SystemExit(f"--loads: no ladder for {', '.join(missing)} (--ab {args.ab})")
     archive = find_archive("mini-swe-agent")

@@ -70,16 +70,11 @@ def main() -> int:
     facts = machine.machine_facts()
     print(f"# {args.tokenizer}, {len(reqs)} requests of experiment 09's mixture (seed 0), "
           f"{facts['cpu']} x {facts['cores']} @ {facts['commit'][:7]}; microseconds")  # fmt: skip
-    app = np.array([x[0] for x in rows])
-    us = np.array([x[1] for x in rows])
-    fast = np.array([x[2] for x in rows])
-    grew = np.array([x[3] for x in rows])
+    app, us, fast, grew = (np.array(column) for column in zip(*rows, strict=True))
     total = us.sum()
     print(f"continuations {len(rows)}; growing {grew.sum()} ({grew.mean():.1%}), "
           f"{us[grew].sum() / total:.1%} of the continuations' time")  # fmt: skip
-    g = np.array([x[1] for x in growths])
-    fl = np.array([x[2] for x in growths])
-    caps = np.array([x[0] for x in growths])
+    caps, g, fl = (np.array(column) for column in zip(*growths, strict=True))
     print(f"reserve (all {len(growths)} growths, session starts' included): P50 {np.median(g):.1f}, "
           f"mean {g.mean():.1f}; minor faults P50 {np.median(fl):.0f}, mean {fl.mean():.1f}; "
           f"new capacity P50 {np.median(caps):.0f} records")  # fmt: skip
