@@ -6,6 +6,7 @@ import os
 import platform
 import subprocess
 from importlib import metadata
+from pathlib import Path
 
 from .. import paths
 
@@ -19,6 +20,39 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def _cpu_id() -> dict:
+    """Vendor, family, model and stepping, the vector width and the caches: a model name such
+    as "AMD EPYC" or "Intel(R) Xeon(R) Processor" (what a VM shows) names no generation, and
+    two VMs of the same name ran the same request path 2x apart (docs/hardware.md)."""
+    keys = {"vendor_id": "vendor", "cpu family": "family", "model": "model", "stepping": "stepping"}
+    out: dict = {}
+    flags: set[str] = set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if not line.strip():
+                    break  # the first processor's block is enough
+                key, _, value = (part.strip() for part in line.partition(":"))
+                if key in keys:
+                    out[keys[key]] = value
+                elif key == "flags":
+                    flags = set(value.split())
+    except OSError:
+        return out
+    out["avx2"], out["avx512"] = "avx2" in flags, "avx512f" in flags
+    caches = {}
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            level, kind, size = ((index / f).read_text(encoding="utf-8").strip()
+                                 for f in ("level", "type", "size"))  # fmt: skip
+        except OSError:
+            continue
+        caches[f"L{level}" + ("d" if kind == "Data" else "i" if kind == "Instruction" else "")] = size
+    if caches:
+        out["caches"] = caches
+    return out
 
 
 def _version(pkg: str) -> str | None:
@@ -61,6 +95,7 @@ def machine_facts() -> dict:
     return {
         "commit": _STARTED_AT,
         "cpu": _cpu_model(),
+        "cpu_id": _cpu_id(),
         "cores": os.cpu_count(),
         "platform": platform.platform(),
         "python": platform.python_version(),
