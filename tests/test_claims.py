@@ -1,6 +1,7 @@
 """CLAIMS.md is computed from a results tree: verdicts follow their rules, missing tables
 say so, and the committed file is what the committed evidence gives."""
 
+import json
 import shutil
 from pathlib import Path
 
@@ -239,3 +240,14 @@ def test_capacity_at_the_ladders_top_is_a_bound(tmp_path):
     assert "≥ 10.0× (met)" in t1["verdict"] and t1["ok"] is True
     t1 = write({ref: 10, fast: 1000, tier: 1000})
     assert "≤ 1.0× (**missed**)" in t1["verdict"] and t1["ok"] is False
+
+
+def test_provenance_names_the_cpu_generation_when_the_run_recorded_it(tmp_path):
+    (tmp_path / "runs").mkdir()
+    base = {"cpu": "AMD EPYC", "cores": 2, "commit": "0123456789abcdef"}
+    (tmp_path / "runs" / "old.json").write_text(json.dumps({"machine": base}))
+    cpu_id = {"vendor": "AuthenticAMD", "family": "26", "model": "2"}
+    (tmp_path / "runs" / "new.json").write_text(json.dumps({"machine": {**base, "cpu_id": cpu_id}}))
+    res = claims.Results(tmp_path)
+    assert res.machines(("old.json",)) == ["AMD EPYC × 2 @ 0123456"]
+    assert res.machines(("new.json",)) == ["AMD EPYC (family 26 model 2) × 2 @ 0123456"]

@@ -64,7 +64,10 @@ class Results:
                 except (OSError, ValueError):
                     continue
                 m = d.get("machine") or {} if isinstance(d, dict) else {}
-                desc = f"{m.get('cpu', '?')} × {m.get('cores', '?')}"
+                cpu, cid = m.get("cpu", "?"), m.get("cpu_id") or {}
+                if cid.get("family"):  # a VM's model name ("AMD EPYC") names no generation
+                    cpu += f" (family {cid['family']} model {cid.get('model', '?')})"
+                desc = f"{cpu} × {m.get('cores', '?')}"
                 gpu = d.get("gpu") if isinstance(d, dict) else None
                 if isinstance(gpu, dict) and gpu.get("gpu"):
                     desc += f" + {gpu['gpu']}"
