@@ -25,7 +25,7 @@ def _cpu_model() -> str:
 def _cpu_id() -> dict:
     """Vendor, family, model and stepping, the vector width and the caches: a model name such
     as "AMD EPYC" or "Intel(R) Xeon(R) Processor" (what a VM shows) names no generation, and
-    two VMs of the same name ran the same request path 2x apart (docs/hardware.md)."""
+    two VMs of the same name ran the same request path ~1.7x apart (docs/hardware.md)."""
     keys = {"vendor_id": "vendor", "cpu family": "family", "model": "model", "stepping": "stepping"}
     out: dict = {}
     flags: set[str] = set()
