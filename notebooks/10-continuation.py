@@ -36,6 +36,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
+from matplotlib.lines import Line2D
 
 import toktier
 from toktier.bench import continuation, palette, streams
@@ -77,10 +78,11 @@ pd.DataFrame(goals)
 
 # %%
 order = list(continuation.METHODS)
+colors, marks = palette.palette(order), palette.markers(order)
 grid = sns.relplot(
     data=table, x="context", y="p50_us", hue="method", style="method", dashes=False,
-    markers=palette.markers(order), col="corpus", row="tokenizer", kind="line",
-    palette=palette.palette(order), height=3.2, aspect=1.35, hue_order=order, style_order=order,
+    markers=marks, col="corpus", row="tokenizer", kind="line", palette=colors,
+    height=3.2, aspect=1.35, hue_order=order, style_order=order, legend=False,
 )  # fmt: skip
 ticks = sorted(table.context.unique())
 labels = [f"{c / 1e6:g}M" if c >= 1e6 else f"{c / 1e3:g}K" for c in ticks]
@@ -89,10 +91,14 @@ for ax in grid.axes.flat:
     ax.set_xticks(ticks, labels)
     ax.xaxis.set_minor_formatter(plt.NullFormatter())
     for line in ax.lines:  # the tier's own line on top of the ones it may overlap
-        if line.get_color() == palette.COLORS["tier append"]:
+        if line.get_color() == colors["tier append"]:
             line.set_zorder(4)
     ax.axhline(50, ls=":", c="gray", lw=1)
-    ax.text(ticks[-1], 50, "50 µs target ", va="top", ha="right", fontsize=8, color="gray")
+# The target line is named in the legend: a label inside the panels sat on the tier's lines.
+shown = [m for m in order if m in set(table.method)]
+legend = {m: Line2D([], [], color=colors[m], marker=marks[m], markeredgecolor="white") for m in shown}
+legend["issue #11's 50 µs target"] = Line2D([], [], ls=":", c="gray", lw=1)
+grid.add_legend(legend_data=legend, title="method")
 grid.set_axis_labels("session context N (characters)", "P50 µs per continuation")
 grid.set_titles("{row_name} · {col_name}")
 grid.figure.suptitle(
