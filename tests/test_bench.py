@@ -639,3 +639,41 @@ def test_engine_targets_figure_counts_each_target_on_its_own_cells(tmp_path):
     assert counts == {"1t_vs_gigatoken": (2, 3), "1t_vs_hf": (3, 4),
                       "all_vs_fastokens": (1, 2), "parallel_speedup": (2, 3)}  # fmt: skip
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_continuation_targets_say_when_a_run_cannot_decide():
+    """A target's interval comes from resampling whole sessions: a tier far below the goal
+    is "met", one far above "missed", and one whose sessions straddle it "within noise"."""
+    from toktier.bench import continuation
+
+    rng = np.random.default_rng(1)
+
+    def cell(method, context, us, spread, sessions=40):
+        return [
+            {"tokenizer": "t", "corpus": "c", "context": context, "method": method,
+             "session": s, "sample": j, "ms": (us + rng.normal(0, spread)) / 1e3,
+             "exact": True if method.startswith("tier") else None, "path": "repair"}
+            for s in range(sessions) for j in range(5)
+        ]  # fmt: skip
+
+    def goals(tier_us, spread):
+        rows = []
+        for ctx in (12_000, 48_000, 200_000):
+            rows += cell("tier append", ctx, tier_us, spread)
+        rows += cell("fastokens full re-encode", 48_000, 250.0, 1.0)
+        got = continuation.targets(continuation.summarize(rows), rows)
+        return {g["target"]: g for g in got}
+
+    key = "tier append: P50, contexts 12K–200K (worst)"
+    assert goals(30.0, 1.0)[key]["verdict"] == "met"
+    assert goals(80.0, 1.0)[key]["verdict"] == "missed"
+    near = goals(50.0, 30.0)
+    assert near[key]["verdict"] == "within noise"
+    assert near[key]["ci_low"] < 50.0 < near[key]["ci_high"]
+    ratio = near["fastokens full re-encode / tier append at 48,000"]
+    assert ratio["verdict"] == "within noise" and ratio["ci_low"] < 5.0 < ratio["ci_high"]
+    tight = goals(40.0, 1.0)["fastokens full re-encode / tier append at 48,000"]
+    assert tight["verdict"] == "met" and tight["met"] and tight["ci_low"] >= 5.0
+    # without the per-sample rows: the point verdicts alone, as before
+    plain = continuation.targets(continuation.summarize(cell("tier append", 48_000, 30.0, 1.0)))
+    assert all("verdict" not in g for g in plain)

@@ -301,7 +301,12 @@ def _continuation(r: Results):
     for label, sel in kinds.items():
         s = tg[sel]
         if len(s):
-            parts.append(f"{label}: {int(s.met.sum())} of {len(s)} met")
+            text = f"{label}: {int(s.met.sum())} of {len(s)} met"
+            if "verdict" in s.columns:  # the run's 95% bootstrap intervals (``targets``)
+                counts = s.verdict.value_counts()
+                said = [f"{counts[v]} {v}" for v in ("met", "within noise", "missed") if v in counts]
+                text += f" ({', '.join(said)} by the interval)"
+            parts.append(text)
     ok = bool(tg.met.all())
     return ours, Verdict("; ".join(parts), True if ok else (None if tg.met.any() else False))
 
