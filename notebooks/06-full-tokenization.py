@@ -41,7 +41,6 @@ import seaborn as sns
 import toktier
 from toktier.bench import full_bench, palette, streams
 from toktier.bench.machine import machine_facts
-from toktier.campaigns.corpus import mixed_documents
 
 results = Path(results_dir)
 for sub in ("tables", "figures", "runs"):
@@ -114,16 +113,7 @@ fig.savefig(results / "figures" / "full-tokenization.png", dpi=150)
 # ## Bulk throughput over the real corpora (MB/s, one call per corpus, best of 2)
 
 # %%
-bulk = []
-for name in tokenizers:
-    tok = toktier.load(name)
-    corpora = {}
-    for src in ("stdlib", "trajectories", "pycountry"):
-        docs, _ = mixed_documents(corpus_chars, sources=(src,))
-        corpora[src] = "".join(docs)[:corpus_chars]
-    for r in full_bench.bulk_throughput(tok, corpora):
-        bulk.append({"tokenizer": name, **r})
-bulk = pd.DataFrame(bulk)
+bulk = pd.DataFrame(full_bench.bulk_table(tokenizers, corpus_chars))
 bulk.to_csv(results / "tables" / "bulk-throughput.csv", index=False)
 bulk.pivot_table(
     index=["tokenizer", "method"], columns="corpus", values="mb_per_s", sort=False

@@ -293,6 +293,7 @@ def _continuation(r: Results):
             f"; every tier result exact: {bool(lat.exact.dropna().astype(bool).all())}")  # fmt: skip
     kinds = {
         "≤ 50 µs at 12K–200K": tg.target.str.startswith("tier append: P50, contexts"),
+        "the full-text API ≤ 50 µs there": tg.target.str.startswith("tier full text: P50, contexts"),
         "flat (8M / 48K ≤ 1.5×)": tg.target.str.contains("/ P50 at 48K"),
         "≥ 5× fastokens and ≥ 3× Gigatoken at 48K": tg.target.str.endswith("at 48,000"),
         "≥ 10× both at 1M": tg.target.str.endswith("at 1,000,000"),

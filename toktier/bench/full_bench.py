@@ -155,6 +155,36 @@ def full_latency(tok, trajs, contexts: list[int], samples: int, *, progress: boo
     return rows
 
 
+BULK_SOURCES = ("stdlib", "trajectories", "pycountry")  # the bulk table's real corpora
+
+
+def bulk_corpora(chars: int) -> dict[str, str]:
+    """``chars`` characters of each of ``BULK_SOURCES`` (``campaigns.corpus``), one str each."""
+    from ..campaigns.corpus import mixed_documents
+
+    out = {}
+    for src in BULK_SOURCES:
+        docs, _ = mixed_documents(chars, sources=(src,))
+        out[src] = "".join(docs)[:chars]
+    return out
+
+
+def bulk_table(tokenizers, chars: int, *, repeats: int = 2, progress=None) -> list[dict]:
+    """Experiment 06's bulk table: ``bulk_throughput`` rows of every tokenizer over the same
+    ``bulk_corpora(chars)``, each row named by its tokenizer.  ``progress(row)``, if given,
+    is called after each row (a tool's running printout)."""
+    from ..registry import load
+
+    corpora = bulk_corpora(chars)
+    rows = []
+    for name in tokenizers:
+        for r in bulk_throughput(load(name), corpora, repeats=repeats):
+            rows.append({"tokenizer": name, **r})
+            if progress is not None:
+                progress(rows[-1])
+    return rows
+
+
 def bulk_throughput(tok, corpora: dict[str, str], *, repeats: int = 2) -> list[dict]:
     """MB/s per method per corpus (best of ``repeats``, one call over the whole corpus)."""
     ms = methods(tok)
